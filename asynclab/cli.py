@@ -1,0 +1,268 @@
+"""The ``asynclab`` command: ``run``, ``rules``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from ._errors import ConfigError
+
+
+def _value(text: str):
+    """A ``--param`` value: int, float, bool or string."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _params(pairs) -> dict:
+    out = {}
+    for pair in pairs or ():
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--param takes NAME=VALUE, got {pair!r}")
+        out[name.strip().replace("-", "_")] = _value(value.strip())
+    import inspect
+
+    from .engine import run
+
+    own = set(inspect.signature(run).parameters) - {"hyperparameters"}
+    for name in out:
+        if name in own:
+            raise ConfigError(f"{name} is not a rule hyperparameter: give it as "
+                              f"--{name.replace('_', '-')} rather than --param")
+    return out
+
+
+def _seeds(args) -> list[int]:
+    if args.seeds is None:
+        return [args.seed]
+    text = args.seeds.strip()
+    try:
+        if ":" in text:
+            start, stop = (int(x) for x in text.split(":"))
+            seeds = list(range(start, stop))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds takes START:STOP or a comma list, got {text!r}") from None
+    if not seeds:
+        raise ConfigError(f"--seeds {text!r} gives no seed")
+    return seeds
+
+
+def _start(text):
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--start takes comma-separated numbers, got {text!r}") from None
+
+
+def _finite_list(values):
+    return [None if not math.isfinite(v) else float(v) for v in np.ravel(values)]
+
+
+def summary(result, problem) -> dict:
+    """The JSON summary of a result (one value per seed where it varies by seed)."""
+    hist = result.staleness_histogram()
+    single = result.n_seeds == 1
+    out = {
+        "problem": result.config.get("problem"),
+        "rule": result.config.get("rule"),
+        "workers": result.config.get("workers"),
+        "hyperparameters": result.config.get("hyperparameters"),
+        "events": result.n_events,
+        "seeds": result.seeds.tolist(),
+        "final_loss": _finite_list(result.final_loss),
+        "mean_staleness": float(np.average(np.arange(hist.size), weights=hist)),
+        "staleness_histogram": hist.tolist(),
+        "simulated_time": [float(t) for t in result.simulated_time],
+        "diverged": result.diverged.tolist(),
+        "diverged_at": [int(t) if t >= 0 else None for t in result.diverged_at],
+        "success": problem.success(result.final_params).tolist(),
+    }
+    if problem.dim <= 10:
+        out["final_params"] = result.final_params.tolist()
+    if single:
+        for key in ("final_loss", "simulated_time", "diverged", "diverged_at", "success",
+                    "final_params"):
+            if key in out:
+                out[key] = out[key][0]
+    return out
+
+
+def _print_summary(result, problem, out=None) -> None:
+    out = sys.stdout if out is None else out
+    s = summary(result, problem)
+    cfg = result.config
+    hp = ", ".join(f"{k}={v}" for k, v in (s["hyperparameters"] or {}).items())
+    print(f"{s['rule']} on {s['problem']} with {s['workers']} worker(s) ({hp})", file=out)
+    budget = "rounds" if cfg.get("synchronous") else "commits"
+    print(f"  {s['events']} {budget}, noise σ² = {cfg.get('noise')}, "
+          f"{result.n_seeds} seed(s)", file=out)
+    times = np.atleast_1d(s["simulated_time"])
+    print(f"  simulated time: {np.mean(times):.4g} s", file=out)
+    if not cfg.get("synchronous"):
+        n = s["workers"]
+        print(f"  mean staleness: {s['mean_staleness']:.3f} (closed-loop theory: n − 1 = {n - 1})",
+              file=out)
+    losses = np.atleast_1d(np.asarray(s["final_loss"], dtype=float))
+    print("  final central loss: " + ", ".join(f"{v:.4g}" for v in losses[:8])
+          + (" …" if losses.size > 8 else ""), file=out)
+    if "final_params" in s and result.n_seeds == 1:
+        print(f"  final centre: {np.round(s['final_params'], 4).tolist()}", file=out)
+    success = np.atleast_1d(s["success"])
+    print(f"  within {problem.success_radius} of the global minimum: "
+          f"{int(success.sum())}/{success.size}", file=out)
+    diverged = np.atleast_1d(s["diverged"])
+    if diverged.any():
+        at = [t for t in np.atleast_1d(s["diverged_at"]) if t is not None]
+        print(f"  DIVERGED: {int(diverged.sum())}/{diverged.size} run(s); first at event "
+              f"{min(at)}", file=out)
+    else:
+        print("  diverged: no", file=out)
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--problem", default="beale", help="problem name (default: beale)")
+    p.add_argument("--dim", type=int, default=None, help="dimension (quadratic, regression)")
+    p.add_argument("--condition", type=float, default=None, help="quadratic condition number")
+    p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
+    p.add_argument("--workers", type=int, default=None, help="number of workers n")
+    p.add_argument("--local-steps", type=int, default=1, help="λ, local steps per exchange")
+    p.add_argument("--learning-rate", type=float, default=1e-3, help="η (default 1e-3)")
+    p.add_argument("--noise", type=float, default=0.0, help="σ², gradient-noise variance")
+    p.add_argument("--compute", default="exponential",
+                   help="compute-time distribution: constant, exponential, lognormal, gamma")
+    p.add_argument("--compute-mean", type=float, default=1.0, help="mean seconds per step")
+    p.add_argument("--compute-shape", type=float, default=1.0,
+                   help="lognormal σ or gamma shape k")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--commits", type=int, default=None,
+                        help="budget in commits (rounds for synchronous rules)")
+    budget.add_argument("--horizon", type=float, default=None, help="budget in simulated s")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--seeds", default=None, help="several seeds: START:STOP or a,b,c")
+    p.add_argument("--trace-per-seed", action="store_true",
+                   help="simulate a separate schedule for every seed")
+    p.add_argument("--init", default="start", help="start, random or random_per_worker")
+    p.add_argument("--start", default=None, help="fixed start point, e.g. 1.0,1.75")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a rule hyperparameter, e.g. --param gamma=1e-4 (repeatable)")
+    p.add_argument("--record-every", type=int, default=None, help="loss record interval")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--save", default=None, help="save the result (.npz) here")
+    p.add_argument("--plot", default=None, help="write a PNG of the run here")
+
+
+def _run(args) -> int:
+    from .cluster import Cluster, ComputeTime
+    from .engine import run
+    from .problems import get_problem
+    from .rules import RULES
+
+    options = {}
+    if args.dim is not None:
+        options["dim"] = args.dim
+    if args.condition is not None:
+        options["condition"] = args.condition
+    if args.rule in RULES and RULES[args.rule].synchronous is False and args.workers is None:
+        workers = 1 if args.rule == "sequential_sgd" else 4
+    else:
+        workers = args.workers if args.workers is not None else 4
+    if args.commits is None and args.horizon is None:
+        args.commits = 1000
+    compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
+    problem = get_problem(args.problem, **options)
+    result = run(
+        args.problem, args.rule, cluster=Cluster(workers=workers, compute=compute),
+        commits=args.commits, horizon=args.horizon, seeds=_seeds(args),
+        learning_rate=args.learning_rate, local_steps=args.local_steps, noise=args.noise,
+        init=args.init, trace_per_seed=args.trace_per_seed, record_every=args.record_every,
+        progress=False if args.json else None, problem_options=options,
+        start=_start(args.start), **_params(args.param),
+    )
+    if args.save:
+        result.save(args.save)
+    if args.plot:
+        from .plot import plot_run
+
+        plot_run(result, problem, args.plot)
+    if args.json:
+        print(json.dumps(summary(result, problem)))
+    else:
+        _print_summary(result, problem)
+        if args.save:
+            print(f"  saved: {args.save}")
+        if args.plot:
+            print(f"  plot: {args.plot}")
+    return 0
+
+
+def _rules(args) -> int:
+    from .rules import RULES
+
+    width = max(len(name) for name in RULES)
+    for info in RULES.values():
+        kind = "sync " if info.synchronous else "async"
+        params = ", ".join(p for p in info.parameters)
+        print(f"{info.name:<{width}}  {kind}  {info.description}")
+        print(f"{'':<{width}}         parameters: {params}; ref: {info.reference}")
+    return 0
+
+
+def _demo(args) -> int:
+    from .cluster import Cluster, ComputeTime
+    from .engine import run
+    from .plot import plot_run
+    from .problems import beale
+
+    print("asynclab demo: asynchronous SGD (DOWNPOUR, λ = 1) with 8 workers on Beale's "
+          "function,\nexponential compute times, gradient noise σ² = 10, 8 seeds.\n")
+    result = run("beale", "downpour", cluster=Cluster(8, ComputeTime("exponential")),
+                 commits=args.commits, seeds=list(range(8)), learning_rate=1e-3, noise=10.0)
+    _print_summary(result, beale())
+    plot_run(result, beale(), args.out)
+    print(f"\n  plot written to {args.out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="simulate a cluster and replay it with a rule")
+    _add_run_arguments(p)
+    p.set_defaults(func=_run)
+    p = sub.add_parser("rules", help="list the update rules")
+    p.set_defaults(func=_rules)
+    p = sub.add_parser("demo", help="a demonstration run: summary + plot")
+    p.add_argument("--out", default="asynclab-demo.png", help="where to write the plot")
+    p.add_argument("--commits", type=int, default=20000)
+    p.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as error:
+        print(f"asynclab: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,480 @@
+"""The SimPy simulator of a parameter-server cluster: timing models in, traces out.
+
+Each worker is a SimPy process (a plain generator function with ``env`` first). A
+process only schedules events and records what happened; it never does optimizer
+arithmetic. The asynchronous simulator produces a :class:`Trace` (one row per commit),
+the synchronous one a :class:`RoundTrace` (one row per round).
+
+Conventions shared by both simulators:
+
+- Randomness. The generator passed in spawns one child generator per worker
+  (``rng.spawn(n)``); worker ``k`` draws its local-step times from its own child, in
+  blocks of a fixed, budget-independent size schedule. A worker's sequence of step
+  times therefore does not depend on the other workers, on the budget, on the network
+  or on stragglers, and a shorter run is exactly a prefix of a longer one.
+- Links have unlimited capacity, so the reply of one exchange, the next compute phase
+  and the next commit message are one timeout of ``down + compute + up`` seconds: the
+  same times as three separate events, without the extra events.
+- Ties. Events at the same simulated time are processed first-in first-out (SimPy's
+  rule), and the server queue is FIFO. At time 0 the workers start in index order, so
+  when compute times are equal the first commits arrive in worker order 0, 1, ..., n-1,
+  and from then on the workers keep the order of their previous commits. With constant,
+  equal compute times the trace is thus deterministic: the first n commits have
+  staleness 0, 1, ..., n-1 and every later commit has staleness n-1.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import simpy
+
+from .._errors import ConfigError
+from ._timing import Cluster, as_generator
+from ._trace import RoundTrace, Trace
+
+_FIRST_BLOCK = 64
+"""Compute phases drawn per worker in the first block; the block doubles up to the max."""
+_MAX_BLOCK = 4096
+
+
+class _ComputeStream:
+    """A worker's timeouts between two exchanges: reply, compute phase, commit message.
+
+    Step times are drawn in blocks from the worker's own generator, a block being
+    ``(block, local_steps)`` steps with ``block`` doubling from 64 to 4096 phases: a
+    fixed schedule, so the draws never depend on the budget. :meth:`next_block` hands
+    the worker a list of timeout lengths ``down + phase + up`` (the first phase of the
+    run has no reply before it). A phase that may hold one of the worker's scheduled
+    stragglers is handed out alone, because an ``at_time`` straggler needs the phase's
+    start time.
+    """
+
+    __slots__ = (
+        "_rng",
+        "_compute",
+        "_scale",
+        "_local_steps",
+        "_up",
+        "_down",
+        "_block",
+        "_steps",
+        "_phases",
+        "_i",
+        "_offset",
+        "_first",
+        "_at_step",
+        "_at_time",
+        "_special",
+    )
+
+    def __init__(self, rng, compute, scale, local_steps, up, down, stragglers):
+        self._rng = rng
+        self._compute = compute
+        self._scale = scale
+        self._local_steps = local_steps
+        self._up = up
+        self._down = down
+        self._block = _FIRST_BLOCK
+        self._steps = np.empty((0, local_steps))
+        self._phases = np.empty(0)
+        self._i = 0
+        self._offset = 0
+        self._first = True
+        self._at_step = {}
+        at_time = []
+        for s in stragglers:
+            if s.at_step is not None:
+                self._at_step[s.at_step] = self._at_step.get(s.at_step, 0.0) + s.delay
+            else:
+                at_time.append((s.at_time, s.delay))
+        self._at_time = sorted(at_time)
+        self._special = bool(self._at_step or self._at_time)
+
+    def _refill(self):
+        self._offset += self._phases.shape[0]
+        block = self._block
+        self._block = min(2 * block, _MAX_BLOCK)
+        steps = self._compute.sample(self._rng, (block, self._local_steps))
+        if self._scale != 1.0:
+            steps *= self._scale
+        self._steps = steps
+        self._phases = steps[:, 0] if self._local_steps == 1 else steps.sum(axis=1)
+        self._i = 0
+
+    def next_block(self, start: float) -> list[float]:
+        """Timeout lengths for the next compute phases, the first starting at ``start``.
+
+        Args:
+          start: simulated time at which the next compute phase starts (the reply's
+            arrival); only used to place ``at_time`` stragglers.
+
+        Returns:
+          A non-empty list of floats, one per exchange: ``down + phase + up``, without
+          ``down`` for the run's very first phase.
+        """
+        if self._i == self._phases.shape[0]:
+            self._refill()
+        up, down = self._up, self._down
+        i = self._i
+        stop = self._phases.shape[0]
+        if self._special:
+            # Phases before the next at_step straggler go out as a block; a phase that
+            # may hold a straggler goes out alone (an at_time one needs its start).
+            if not self._at_time:
+                stop = min(stop, min(self._at_step) // self._local_steps - self._offset)
+            if self._at_time or stop <= i:
+                self._i = i + 1
+                phase = float(self._phases[i]) + self._delays(i, start)
+                if self._first:
+                    self._first = False
+                    return [phase + up]
+                return [down + phase + up]
+        phases = self._phases[i:stop]
+        self._i = stop
+        lead = down + up
+        if self._first:
+            self._first = False
+            out = (phases + lead).tolist()
+            out[0] = float(phases[0]) + up
+            return out
+        return (phases + lead).tolist()
+
+    def _delays(self, i: int, start: float) -> float:
+        """Straggler delays falling into phase ``i`` of the current block."""
+        first = (self._offset + i) * self._local_steps
+        row = self._steps[i]
+        t = start
+        total = 0.0
+        for j in range(self._local_steps):
+            extra = self._at_step.pop(first + j, 0.0)
+            while self._at_time and self._at_time[0][0] <= t:
+                extra += self._at_time.pop(0)[1]
+            total += extra
+            t += float(row[j]) + extra
+        self._special = bool(self._at_step or self._at_time)
+        return total
+
+
+class _Log:
+    """What the server records, appended during the run and converted once at the end."""
+
+    __slots__ = ("time", "worker", "pulled_clock", "clock", "duration")
+
+    def __init__(self):
+        self.time = []
+        self.worker = []
+        self.pulled_clock = []
+        self.duration = []
+        self.clock = 0
+
+
+def _streams(cluster: Cluster, local_steps: int, rng) -> list[_ComputeStream]:
+    children = as_generator(rng).spawn(cluster.workers)
+    scales = cluster.scales
+    transfer = cluster.transfer_time
+    return [
+        _ComputeStream(
+            children[k],
+            cluster.compute,
+            scales[k],
+            local_steps,
+            transfer,
+            transfer,
+            [s for s in cluster.stragglers if s.worker == k],
+        )
+        for k in range(cluster.workers)
+    ]
+
+
+def _check_budget(name: str, count, horizon, local_steps) -> tuple[int | float, float]:
+    if (
+        not isinstance(local_steps, numbers.Integral)
+        or isinstance(local_steps, bool)
+        or (local_steps < 1)
+    ):
+        raise ConfigError(f"local_steps must be an integer >= 1, got {local_steps!r}")
+    if (count is None) == (horizon is None):
+        raise ConfigError(
+            f"give exactly one of {name} / horizon, got {name}={count!r}, horizon={horizon!r}"
+        )
+    if count is not None:
+        if not isinstance(count, numbers.Integral) or isinstance(count, bool) or count < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {count!r}")
+        return int(count), math.inf
+    ok = isinstance(horizon, numbers.Real) and not isinstance(horizon, bool)
+    if not (ok and math.isfinite(horizon) and horizon > 0):
+        raise ConfigError(f"horizon must be a finite number > 0, got {horizon!r}")
+    return math.inf, float(horizon)
+
+
+def _check_cluster(cluster) -> None:
+    if not isinstance(cluster, Cluster):
+        raise ConfigError(f"cluster must be a Cluster, got {cluster!r}")
+
+
+# --------------------------------------------------------------------------- async
+
+
+def _async_worker_direct(env, worker, next_block, down, log, limit, horizon, stop):
+    """A worker when the server takes no time, so that nothing ever queues.
+
+    Each exchange is one timeout (reply, compute phase, commit message) followed by the
+    atomic commit-and-pull, recorded at the moment the commit reaches the server.
+    """
+    timeout = env.timeout
+    append_time = log.time.append
+    append_worker = log.worker.append
+    append_pulled = log.pulled_clock.append
+    pulled = 0
+    delays = next_block(0.0)
+    while True:
+        for delay in delays:
+            yield timeout(delay)
+            now = env.now
+            clock = log.clock
+            if clock >= limit or now > horizon:
+                if not stop.triggered:
+                    stop.succeed()
+                return
+            append_time(now)
+            append_worker(worker)
+            append_pulled(pulled)
+            pulled = log.clock = clock + 1
+        delays = next_block(now + down)
+
+
+def _async_worker_queued(
+    env, worker, next_block, down, server, server_time, log, limit, horizon, stop
+):
+    """A worker whose exchanges queue at the server (``simpy.Resource``, capacity 1, FIFO).
+
+    The commit is applied, and the worker pulls, when its service ends: one atomic
+    critical section. The pull reply then travels back over the link.
+    """
+    timeout = env.timeout
+    request = server.request
+    release = server.release
+    append_time = log.time.append
+    append_worker = log.worker.append
+    append_pulled = log.pulled_clock.append
+    pulled = 0
+    delays = next_block(0.0)
+    while True:
+        for delay in delays:
+            yield timeout(delay)
+            req = request()
+            if not req.triggered:  # granted at once when the server is idle: no resume
+                yield req
+            yield timeout(server_time)
+            now = env.now
+            clock = log.clock
+            if clock >= limit or now > horizon:
+                release(req)
+                if not stop.triggered:
+                    stop.succeed()
+                return
+            append_time(now)
+            append_worker(worker)
+            append_pulled(pulled)
+            pulled = log.clock = clock + 1
+            release(req)
+        delays = next_block(now + down)
+
+
+def simulate_async(
+    cluster: Cluster,
+    *,
+    local_steps: int = 1,
+    commits: int | None = None,
+    horizon: float | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> Trace:
+    """Simulates an asynchronous parameter server and returns its commit trace.
+
+    Every worker loops: it computes ``local_steps`` local steps (each takes
+    ``compute.sample * time_scale[k]``, plus a scheduled straggler's delay), sends its
+    commit over the link, queues at the server (FIFO, one exchange at a time) and is
+    served for ``server_time``. At that moment the commit is applied with the current
+    clock, the clock advances by one, and the worker pulls the new centre (commit and
+    pull are one atomic critical section), so its pulled clock becomes the new clock.
+    The pull reply travels back over the link and the worker starts again.
+
+    When ``server_time == 0`` the server never queues, and the workers skip the
+    ``simpy.Resource`` altogether (one SimPy event per commit); the trace is the same.
+    The mean staleness over a long run is ``n - 1`` for any timing model (a closed-loop
+    queue fact); with exponential compute times staleness is Geometric(1/n).
+
+    Args:
+      cluster: the cluster's timing model.
+      local_steps: local steps (λ, the communication window) per exchange, >= 1.
+      commits: stop after exactly this many commits (>= 1).
+      horizon: or: stop at the first commit after this many simulated seconds; the
+        trace holds the commits with ``time <= horizon``. Give exactly one of the two.
+      rng: a ``numpy.random.Generator``, an integer seed, or ``None`` (seed 0). A
+        generator passed in spawns one child per worker, so passing the same generator
+        object twice gives two different traces; pass an int to repeat a run.
+
+    Returns:
+      A :class:`Trace`. Runs with the same seed agree on their common prefix: the
+      trace with ``commits=1000`` is the first 1000 rows of the one with
+      ``commits=2000``.
+
+    Example:
+      >>> cluster = Cluster(workers=8, compute=ComputeTime("exponential", mean=1.0))
+      >>> trace = simulate_async(cluster, commits=10_000, rng=0)
+      >>> trace.staleness.mean()  # close to n - 1 = 7
+    """
+    _check_cluster(cluster)
+    limit, horizon = _check_budget("commits", commits, horizon, local_steps)
+    streams = _streams(cluster, int(local_steps), rng)
+    down = cluster.transfer_time
+    env = simpy.Environment()
+    log = _Log()
+    stop = env.event()
+    if cluster.server_time == 0.0:
+        for k, stream in enumerate(streams):
+            env.process(
+                _async_worker_direct(env, k, stream.next_block, down, log, limit, horizon, stop)
+            )
+    else:
+        server = simpy.Resource(env, capacity=1)
+        for k, stream in enumerate(streams):
+            env.process(
+                _async_worker_queued(
+                    env,
+                    k,
+                    stream.next_block,
+                    down,
+                    server,
+                    cluster.server_time,
+                    log,
+                    limit,
+                    horizon,
+                    stop,
+                )
+            )
+    env.run(until=stop)
+    pulled = np.array(log.pulled_clock, dtype=np.int32)
+    return Trace(
+        time=np.array(log.time, dtype=np.float64),
+        worker=np.array(log.worker, dtype=np.int32),
+        pulled_clock=pulled,
+        staleness=np.arange(pulled.shape[0], dtype=np.int32) - pulled,
+        n_workers=cluster.workers,
+        local_steps=int(local_steps),
+    )
+
+
+# ---------------------------------------------------------------------------- sync
+
+
+class _Round:
+    """The barrier of the current synchronous round."""
+
+    __slots__ = ("arrived", "all_in", "result")
+
+    def __init__(self, env):
+        self.arrived = 0
+        self.all_in = env.event()
+        self.result = env.event()
+
+
+def _sync_worker(env, next_block, down, server, server_time, workers, state):
+    """A worker of a synchronous cluster: compute, commit, wait for the aggregate, pull."""
+    timeout = env.timeout
+    delays = next_block(0.0)
+    while True:
+        for delay in delays:
+            yield timeout(delay)
+            if server is not None:
+                req = server.request()
+                yield req
+                yield timeout(server_time)
+                server.release(req)
+            current = state[0]
+            current.arrived += 1
+            if current.arrived == workers:
+                current.all_in.succeed()
+            yield current.result
+        delays = next_block(env.now + down)
+
+
+def _sync_server(env, down, log, limit, horizon, state, stop):
+    """The server of a synchronous cluster: aggregates once every commit of a round is in."""
+    start = 0.0
+    while True:
+        current = state[0]
+        yield current.all_in
+        now = env.now
+        if len(log.time) >= limit or now > horizon:
+            stop.succeed()
+            return
+        end = now + down
+        log.time.append(now)
+        log.duration.append(end - start)
+        start = end
+        state[0] = _Round(env)
+        current.result.succeed()
+
+
+def simulate_sync(
+    cluster: Cluster,
+    *,
+    local_steps: int = 1,
+    rounds: int | None = None,
+    horizon: float | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> RoundTrace:
+    """Simulates a synchronous parameter server and returns its round trace.
+
+    In a round every worker computes ``local_steps`` local steps, sends its commit over
+    the link, and is served by the server for ``server_time``, one commit after
+    another (FIFO). When all n commits are in, the server applies the aggregate (the
+    row's ``time``); the result travels back over the link and the next round starts
+    when it arrives. A round's ``duration`` is from its start to that arrival, so with
+    constant compute time ``c``, transfer time ``x`` and equal workers it is
+    ``local_steps * c + 2 x + n * server_time``.
+
+    Args:
+      cluster: the cluster's timing model.
+      local_steps: local steps (λ) per worker per round, >= 1.
+      rounds: stop after exactly this many rounds (>= 1).
+      horizon: or: stop at the first aggregate after this many simulated seconds; the
+        trace holds the rounds with ``time <= horizon``. Give exactly one of the two.
+      rng: a ``numpy.random.Generator``, an integer seed, or ``None`` (seed 0).
+
+    Returns:
+      A :class:`RoundTrace`.
+    """
+    _check_cluster(cluster)
+    limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
+    streams = _streams(cluster, int(local_steps), rng)
+    down = cluster.transfer_time
+    env = simpy.Environment()
+    log = _Log()
+    stop = env.event()
+    state = [_Round(env)]
+    server = simpy.Resource(env, capacity=1) if cluster.server_time > 0.0 else None
+    for stream in streams:
+        env.process(
+            _sync_worker(
+                env,
+                stream.next_block,
+                down,
+                server,
+                cluster.server_time,
+                cluster.workers,
+                state,
+            )
+        )
+    env.process(_sync_server(env, down, log, limit, horizon, state, stop))
+    env.run(until=stop)
+    return RoundTrace(
+        time=np.array(log.time, dtype=np.float64),
+        duration=np.array(log.duration, dtype=np.float64),
+        n_workers=cluster.workers,
+        local_steps=int(local_steps),
+    )

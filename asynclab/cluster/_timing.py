@@ -1,0 +1,314 @@
+"""Timing models of a data-parallel cluster: compute times, links, stragglers.
+
+These are plain, frozen configuration objects. They hold no simulation state and do
+no optimizer arithmetic; :mod:`asynclab.cluster._simulator` turns them into a trace.
+Every invalid value raises :class:`asynclab._errors.ConfigError` at construction, with
+a message that names the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._errors import ConfigError
+
+DISTRIBUTIONS: tuple[str, ...] = ("constant", "exponential", "lognormal", "gamma")
+"""The compute-time distributions :class:`ComputeTime` knows, by name."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _check_int(field: str, value, *, minimum: int) -> int:
+    if not _is_int(value) or value < minimum:
+        raise ConfigError(f"{field} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_real(
+    field: str,
+    value,
+    *,
+    positive: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Checks a real number is >= 0 (or > 0), not NaN, and finite unless allowed."""
+    ok = _is_real(value) and not math.isnan(value)
+    if ok:
+        value = float(value)
+        ok = (value > 0.0 if positive else value >= 0.0) and (allow_inf or math.isfinite(value))
+    if not ok:
+        bound = "> 0" if positive else ">= 0"
+        kind = "a number" if allow_inf else "a finite number"
+        raise ConfigError(f"{field} must be {kind} {bound}, got {value!r}")
+    return value
+
+
+def as_generator(rng, field: str = "rng") -> np.random.Generator:
+    """Turns a generator, an integer seed or ``None`` (seed 0) into a generator.
+
+    Args:
+      rng: a ``numpy.random.Generator`` (used as is), an integer seed >= 0, or
+        ``None``, which means seed 0 so that results are deterministic by default.
+      field: the argument's name, for the error message.
+
+    Returns:
+      A ``numpy.random.Generator``.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        return np.random.default_rng(0)
+    if _is_int(rng) and rng >= 0:
+        return np.random.default_rng(int(rng))
+    raise ConfigError(
+        f"{field} must be a numpy.random.Generator, an integer seed >= 0 or None, got {rng!r}"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeTime:
+    """The time a worker takes for ONE local step, in simulated seconds.
+
+    Every distribution is parameterised by its mean, so changing the distribution
+    changes the shape of the compute times but not the throughput:
+
+    - ``"constant"``: always ``mean``;
+    - ``"exponential"``: exponential with that mean (memoryless; staleness then is
+      exactly geometric);
+    - ``"lognormal"``: ``exp(N(mu, shape**2))`` with ``mu = log(mean) - shape**2 / 2``;
+    - ``"gamma"``: gamma with shape ``k = shape`` and scale ``mean / k``.
+
+    Attributes:
+      distribution: one of :data:`DISTRIBUTIONS`.
+      mean: mean time of one local step, finite and > 0.
+      shape: lognormal: sigma of the underlying normal; gamma: the shape k; ignored
+        by the other distributions. Finite and > 0.
+    """
+
+    distribution: str = "exponential"
+    mean: float = 1.0
+    shape: float = 1.0
+
+    def __post_init__(self):
+        if self.distribution not in DISTRIBUTIONS:
+            raise ConfigError(
+                f"ComputeTime.distribution must be one of {DISTRIBUTIONS}, "
+                f"got {self.distribution!r}"
+            )
+        object.__setattr__(self, "mean", _check_real("ComputeTime.mean", self.mean, positive=True))
+        object.__setattr__(
+            self, "shape", _check_real("ComputeTime.shape", self.shape, positive=True)
+        )
+
+    def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        """Draws compute times of local steps.
+
+        Args:
+          rng: the generator to draw from (the only source of randomness).
+          size: an int or a shape tuple, as for numpy's generator methods.
+
+        Returns:
+          A float64 array of that shape, every entry >= 0, with mean ``self.mean``.
+        """
+        mean = self.mean
+        if self.distribution == "constant":
+            return np.full(size, mean, dtype=np.float64)
+        if self.distribution == "exponential":
+            return rng.exponential(mean, size)
+        if self.distribution == "lognormal":
+            sigma = self.shape
+            return rng.lognormal(math.log(mean) - 0.5 * sigma * sigma, sigma, size)
+        return rng.gamma(self.shape, mean / self.shape, size)
+
+
+@dataclasses.dataclass(frozen=True)
+class Link:
+    """A network link between a worker and the parameter server.
+
+    Like the ``Cable`` of SimPy's examples, a link is an object of its own rather than
+    delays scattered through the processes. It has unlimited capacity: messages on it
+    do not wait for each other, each just takes :meth:`transfer_time`.
+
+    Attributes:
+      latency: seconds every message spends on the link, finite and >= 0.
+      bandwidth: bytes per second, > 0 (``math.inf``: size costs nothing).
+    """
+
+    latency: float = 0.0
+    bandwidth: float = math.inf
+
+    def __post_init__(self):
+        object.__setattr__(self, "latency", _check_real("Link.latency", self.latency))
+        object.__setattr__(
+            self,
+            "bandwidth",
+            _check_real("Link.bandwidth", self.bandwidth, positive=True, allow_inf=True),
+        )
+
+    def transfer_time(self, nbytes: int) -> float:
+        """Time for one message of ``nbytes`` bytes to cross the link.
+
+        Args:
+          nbytes: message size in bytes.
+
+        Returns:
+          ``latency + nbytes / bandwidth`` in seconds.
+        """
+        if nbytes == 0:
+            return self.latency
+        return self.latency + nbytes / self.bandwidth
+
+
+@dataclasses.dataclass(frozen=True)
+class Straggler:
+    """A scheduled straggler: one local step of worker ``worker`` takes ``delay`` longer.
+
+    Give exactly one of ``at_step`` and ``at_time``.
+
+    Attributes:
+      worker: index of the worker that straggles (checked against the cluster size by
+        :class:`Cluster`).
+      delay: extra seconds added to that one local step, finite and >= 0.
+      at_step: the worker's local step number (0-based, counted over the whole run)
+        that takes ``delay`` longer.
+      at_time: or: the first local step the worker STARTS at or after this simulated
+        time takes ``delay`` longer (if the worker is waiting for the server or the
+        link at that time, it is the first step of its next compute phase).
+    """
+
+    worker: int
+    delay: float
+    at_step: int | None = None
+    at_time: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "worker", _check_int("Straggler.worker", self.worker, minimum=0))
+        object.__setattr__(self, "delay", _check_real("Straggler.delay", self.delay))
+        if (self.at_step is None) == (self.at_time is None):
+            raise ConfigError(
+                "Straggler needs exactly one of at_step / at_time, got "
+                f"at_step={self.at_step!r}, at_time={self.at_time!r}"
+            )
+        if self.at_step is not None:
+            object.__setattr__(
+                self, "at_step", _check_int("Straggler.at_step", self.at_step, minimum=0)
+            )
+        else:
+            object.__setattr__(self, "at_time", _check_real("Straggler.at_time", self.at_time))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """A cluster of ``workers`` always-busy workers around one parameter server.
+
+    Attributes:
+      workers: number of workers, an integer >= 1.
+      compute: the compute time of one local step.
+      time_scale: per-worker multiplier of compute times (heterogeneity), one finite
+        value > 0 per worker; ``None`` means all 1. See :func:`heterogeneous`.
+      stragglers: scheduled stragglers (:class:`Straggler`), worker indices in range.
+      network: the link used for each commit (worker -> server) and each pull reply
+        (server -> worker).
+      message_bytes: size of one commit or pull message in bytes, an integer >= 0.
+      server_time: service time of one exchange at the parameter server, finite and
+        >= 0. The server serves one exchange at a time, first come first served.
+    """
+
+    workers: int
+    compute: ComputeTime = ComputeTime()
+    time_scale: tuple[float, ...] | None = None
+    stragglers: tuple[Straggler, ...] = ()
+    network: Link = Link()
+    message_bytes: int = 0
+    server_time: float = 0.0
+
+    def __post_init__(self):
+        n = _check_int("Cluster.workers", self.workers, minimum=1)
+        object.__setattr__(self, "workers", n)
+        if not isinstance(self.compute, ComputeTime):
+            raise ConfigError(f"Cluster.compute must be a ComputeTime, got {self.compute!r}")
+        if not isinstance(self.network, Link):
+            raise ConfigError(f"Cluster.network must be a Link, got {self.network!r}")
+        if self.time_scale is not None:
+            if isinstance(self.time_scale, str | bytes) or not isinstance(
+                self.time_scale, Sequence | np.ndarray
+            ):
+                raise ConfigError(
+                    "Cluster.time_scale must be None or a sequence of one number > 0 per "
+                    f"worker, got {self.time_scale!r}"
+                )
+            if len(self.time_scale) != n:
+                raise ConfigError(
+                    f"Cluster.time_scale must have one entry per worker ({n}), "
+                    f"got {len(self.time_scale)} entries"
+                )
+            scale = tuple(
+                _check_real(f"Cluster.time_scale[{k}]", s, positive=True)
+                for k, s in enumerate(self.time_scale)
+            )
+            object.__setattr__(self, "time_scale", scale)
+        if isinstance(self.stragglers, Straggler) or not isinstance(self.stragglers, Sequence):
+            raise ConfigError(
+                f"Cluster.stragglers must be a sequence of Straggler, got {self.stragglers!r}"
+            )
+        for i, s in enumerate(self.stragglers):
+            if not isinstance(s, Straggler):
+                raise ConfigError(f"Cluster.stragglers[{i}] must be a Straggler, got {s!r}")
+            if s.worker >= n:
+                raise ConfigError(
+                    f"Cluster.stragglers[{i}].worker must be in [0, {n - 1}] for a cluster "
+                    f"of {n} workers, got {s.worker}"
+                )
+        object.__setattr__(self, "stragglers", tuple(self.stragglers))
+        object.__setattr__(
+            self,
+            "message_bytes",
+            _check_int("Cluster.message_bytes", self.message_bytes, minimum=0),
+        )
+        object.__setattr__(
+            self, "server_time", _check_real("Cluster.server_time", self.server_time)
+        )
+
+    @property
+    def scales(self) -> tuple[float, ...]:
+        """The per-worker compute-time multipliers (all 1 when ``time_scale`` is None)."""
+        return self.time_scale if self.time_scale is not None else (1.0,) * self.workers
+
+    @property
+    def transfer_time(self) -> float:
+        """Time for one commit or pull message to cross :attr:`network`."""
+        return self.network.transfer_time(self.message_bytes)
+
+
+def heterogeneous(workers: int, spread: float, rng=None) -> tuple[float, ...]:
+    """Draws per-worker compute-time multipliers for :attr:`Cluster.time_scale`.
+
+    The factors are lognormal, ``exp(spread * z_k)`` with ``z_k ~ N(0, 1)``, then divided
+    by their arithmetic mean, so the cluster's mean compute time is unchanged and only
+    its spread across workers grows with ``spread``. ``spread = 0`` gives all 1.
+
+    Args:
+      workers: number of workers, an integer >= 1.
+      spread: sigma of the log of the factors, finite and >= 0.
+      rng: a ``numpy.random.Generator``, an integer seed or ``None`` (seed 0).
+
+    Returns:
+      A tuple of ``workers`` floats > 0 whose mean is 1.
+    """
+    n = _check_int("workers", workers, minimum=1)
+    sigma = _check_real("spread", spread)
+    z = as_generator(rng).standard_normal(n)
+    factors = np.exp(sigma * z)
+    factors /= factors.mean()
+    return tuple(float(f) for f in factors)

@@ -1,0 +1,63 @@
+"""What the cluster simulator decides: the order and timing of server interactions.
+
+A trace carries no optimizer arithmetic. The replay engine reads it and applies a rule.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Trace(NamedTuple):
+    """An asynchronous schedule: one row per commit, in the order the server applied them.
+
+    Commit ``t`` (0-based) is applied when the server clock reads ``t``. The worker that
+    commits pulled the centre last when the clock read ``pulled_clock[t]``, so the
+    staleness ``staleness[t] = t - pulled_clock[t]`` counts the commits by other workers
+    since that pull.
+
+    Attributes:
+      time: float64 ``(T,)``, simulated seconds at which the server applied each commit.
+      worker: int32 ``(T,)``, the committing worker.
+      pulled_clock: int32 ``(T,)``, server clock at that worker's previous pull.
+      staleness: int32 ``(T,)``, ``arange(T) - pulled_clock``.
+      n_workers: number of workers in the cluster.
+      local_steps: local steps (λ) each worker computed between two exchanges.
+    """
+
+    time: np.ndarray
+    worker: np.ndarray
+    pulled_clock: np.ndarray
+    staleness: np.ndarray
+    n_workers: int
+    local_steps: int
+
+    @property
+    def n_events(self) -> int:
+        return int(self.worker.shape[0])
+
+    @property
+    def duration(self) -> float:
+        return float(self.time[-1]) if self.n_events else 0.0
+
+
+class RoundTrace(NamedTuple):
+    """A synchronous schedule: one row per round (all workers compute, then aggregate).
+
+    Attributes:
+      time: float64 ``(R,)``, simulated seconds at which each round's aggregate was applied.
+      duration: float64 ``(R,)``, length of each round (slowest worker + communication).
+      n_workers: number of workers.
+      local_steps: local steps (λ) per worker per round.
+    """
+
+    time: np.ndarray
+    duration: np.ndarray
+    n_workers: int
+    local_steps: int
+
+    @property
+    def n_events(self) -> int:
+        return int(self.time.shape[0])

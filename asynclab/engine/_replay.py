@@ -1,0 +1,361 @@
+"""Trace replay: ``lax.scan`` over the events of a trace, ``vmap`` over seeds.
+
+The scan carries the server state and every worker's state stacked on a leading worker
+axis. An asynchronous event gathers the committing worker's state, runs its local work
+lazily (exact, since a worker's local work depends only on its own state since its last
+pull), applies the exchange and scatters the worker back. A synchronous event is a round:
+local work and synchronisation for all workers under ``vmap(axis_name="workers")``.
+
+Events are replayed in chunks of equal shape (one compilation), so a long run shows a
+progress bar and stops early once every seed has diverged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from .._errors import ConfigError
+from ..cluster import RoundTrace, Trace
+from ..problems import Problem, stochastic_gradient
+from ..rules import AXIS, Rule
+from ._result import Result
+
+INITS = ("start", "random", "random_per_worker")
+
+
+class Carry(NamedTuple):
+    """What the scan carries for one seed."""
+
+    server: object
+    workers: object
+    diverged_at: jax.Array
+
+
+def _row(tree, i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def _put_row(tree, i, row):
+    return jax.tree.map(lambda x, r: x.at[i].set(r), tree, row)
+
+
+def _select(keep, new, old):
+    return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, old)
+
+
+def _all_finite(tree) -> jax.Array:
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]
+    return jnp.all(jnp.stack(leaves))
+
+
+def _guarded(carry: Carry, new_server, new_workers, active, index) -> Carry:
+    """Apply an event's result unless the event is padding or the run has diverged.
+
+    A centre that turned non-finite is not applied: the run is marked as diverged at this
+    event and its state is frozen at the last finite centre.
+    """
+    live = active & (carry.diverged_at < 0)
+    bad = ~_all_finite(new_server.center)
+    keep = live & ~bad
+    return Carry(
+        server=_select(keep, new_server, carry.server),
+        workers=_select(keep, new_workers, carry.workers),
+        diverged_at=jnp.where(live & bad, index, carry.diverged_at),
+    )
+
+
+def asynchronous_event(rule, gradient):
+    """One commit: local work of the committing worker, then its exchange."""
+
+    def event(carry: Carry, worker_keys, worker_id, active, index):
+        before = _row(carry.workers, worker_id)
+        worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
+        server, worker_after, _ = rule.exchange(carry.server, worker)
+        # Only the committing worker's row can change: select on that row alone.
+        row = _guarded(
+            Carry(carry.server, before, carry.diverged_at), server, worker_after, active, index
+        )
+        workers = _put_row(carry.workers, worker_id, row.workers)
+        return Carry(row.server, workers, row.diverged_at), worker.params
+
+    return event
+
+
+def synchronous_event(rule, gradient, n_workers):
+    """One round: every worker's local work, then the collective synchronisation."""
+    ids = jnp.arange(n_workers, dtype=jnp.int32)
+
+    def one_worker(server, worker, key, worker_id):
+        worker = rule.local(worker, gradient, key, worker_id)
+        server, worker_after, _ = rule.synchronize(server, worker)
+        return server, worker_after, worker.params
+
+    all_workers = jax.vmap(one_worker, in_axes=(None, 0, 0, 0), out_axes=(None, 0, 0),
+                           axis_name=AXIS)
+
+    def event(carry: Carry, worker_keys, worker_id, active, index):
+        del worker_id
+        server, workers, local_params = all_workers(carry.server, carry.workers, worker_keys, ids)
+        return _guarded(carry, server, workers, active, index), local_params
+
+    return event
+
+
+def chunk_runner(event, loss, record_paths: bool):
+    """A function replaying ``(blocks, k)`` events and recording after every block."""
+
+    def chunk(carry: Carry, worker_keys, events):
+        def block(carry, block_events):
+            def step(carry, e):
+                carry, path = event(carry, worker_keys, *e)
+                return carry, (path if record_paths else None)
+
+            carry, paths = jax.lax.scan(step, carry, block_events)
+            center = carry.server.center
+            value = loss(center)
+            fresh = (carry.diverged_at < 0) & ~jnp.isfinite(value)
+            last = block_events[2][-1]
+            carry = carry._replace(diverged_at=jnp.where(fresh, last, carry.diverged_at))
+            value = jnp.where(carry.diverged_at >= 0, jnp.nan, value)
+            return carry, (value, center if record_paths else None, paths)
+
+        return jax.lax.scan(block, carry, events)
+
+    return chunk
+
+
+def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str) -> Carry:
+    if init == "start":
+        center = problem.initial_params()
+        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
+    elif init == "random":
+        center = problem.initial_params(key)
+        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
+    else:  # random_per_worker
+        starts = problem.initial_params(key, n_workers)
+        center = jnp.mean(starts, axis=0)
+    server = rule.init_server(center)
+    workers = jax.vmap(rule.init_worker, in_axes=(0, None))(starts, server)
+    return Carry(server, workers, jnp.asarray(-1, jnp.int32))
+
+
+_INITIAL: OrderedDict = OrderedDict()
+
+
+def _initial_carry_batch(rule, problem, n_workers, init):
+    key = (id(rule), id(problem), n_workers, init)
+    if key not in _INITIAL:
+        def initial(k):
+            carry = _initial_carry(rule, problem, k, n_workers, init)
+            return carry, problem.loss(carry.server.center)
+
+        fn = jax.jit(jax.vmap(initial))
+        _INITIAL[key] = (rule, problem, fn)
+        while len(_INITIAL) > 32:
+            _INITIAL.popitem(last=False)
+    return _INITIAL[key][-1]
+
+
+def _stack_traces(traces, synchronous: bool):
+    """Event arrays ``(Tr, T)`` from traces of possibly different lengths (padded)."""
+    kind = RoundTrace if synchronous else Trace
+    for trace in traces:
+        if not isinstance(trace, kind):
+            raise ConfigError(
+                f"a {'synchronous' if synchronous else 'asynchronous'} rule replays a "
+                f"{kind.__name__}, got {type(trace).__name__}"
+            )
+    length = max(t.n_events for t in traces)
+    if length == 0:
+        raise ConfigError("the trace has no events; give a positive budget")
+    n_workers = {t.n_workers for t in traces}
+    if len(n_workers) != 1:
+        raise ConfigError(f"traces replayed together must have one worker count, got {n_workers}")
+    time = np.zeros((len(traces), length))
+    worker = np.full((len(traces), length), -1, np.int32)
+    staleness = np.full((len(traces), length), -1, np.int32)
+    for i, t in enumerate(traces):
+        m = t.n_events
+        time[i, :m] = t.time
+        time[i, m:] = t.time[-1] if m else 0.0
+        if not synchronous:
+            worker[i, :m] = t.worker
+            staleness[i, :m] = t.staleness
+        else:
+            staleness[i, :m] = 0
+    return time, worker, staleness, n_workers.pop()
+
+
+_COMPILED: OrderedDict = OrderedDict()
+
+
+def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared):
+    """The jitted, seed-vmapped chunk replay, cached so new seeds reuse the compilation.
+
+    Keyed by the identity of the rule and problem objects (kept alive in the cache, so
+    an identity is never reused while its entry exists); ``asynclab.rules.make_rule`` and
+    ``asynclab.problems.get_problem`` return the same object for the same arguments.
+    """
+    key = (id(rule), id(problem), noise, record_paths, n_workers, shared)
+    if key in _COMPILED:
+        _COMPILED.move_to_end(key)
+        return _COMPILED[key][-1]
+    gradient = stochastic_gradient(problem, noise)
+    if rule.synchronous:
+        event = synchronous_event(rule, gradient, n_workers)
+    else:
+        event = asynchronous_event(rule, gradient)
+    chunk = chunk_runner(event, problem.loss, record_paths)
+    fn = jax.jit(jax.vmap(chunk, in_axes=(0, 0, None if shared else 0)), donate_argnums=(0,))
+    _COMPILED[key] = (rule, problem, fn)
+    while len(_COMPILED) > 32:
+        _COMPILED.popitem(last=False)
+    return fn
+
+
+def replay(
+    rule: Rule,
+    problem: Problem,
+    traces: Trace | RoundTrace | Sequence[Trace | RoundTrace],
+    *,
+    seeds: int | Sequence[int] = 0,
+    noise: float = 0.0,
+    init: str = "start",
+    record_every: int | None = None,
+    record_paths: bool | None = None,
+    progress: bool | None = None,
+    config: dict | None = None,
+) -> Result:
+    """Replay one trace (or one per seed) with ``rule`` on ``problem`` for every seed.
+
+    Args:
+      rule: an asynchronous or synchronous rule from :mod:`asynclab.rules`.
+      problem: a :class:`~asynclab.problems.Problem`.
+      traces: one trace replayed by every seed, or a sequence with one trace per seed.
+      seeds: an int or a sequence of ints; seed ``s`` draws the gradient noise and random
+        starts from ``jax.random.key(s)``.
+      noise: variance σ² of the additive Gaussian gradient noise.
+      init: ``"start"`` (the problem's fixed start), ``"random"`` (uniform in its box) or
+        ``"random_per_worker"`` (synchronous rules only: each worker its own start, the
+        centre their mean).
+      record_every: record the central loss every k events (default: about 1,000 records).
+      record_paths: record central and worker trajectories (default: for d ≤ 2).
+      progress: show a progress bar (None: only on a terminal or in a notebook).
+      config: stored with the result.
+
+    Returns:
+      A :class:`Result`.
+    """
+    seeds = np.atleast_1d(np.asarray(seeds, np.int64))
+    if seeds.ndim != 1 or seeds.size == 0:
+        raise ConfigError(f"seeds must be an int or a non-empty list of ints, got {seeds!r}")
+    if init not in INITS:
+        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
+    if init == "random_per_worker" and not rule.synchronous:
+        raise ConfigError(
+            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
+            "start by pulling the centre"
+        )
+    if isinstance(traces, Trace | RoundTrace):
+        traces = [traces]
+    traces = list(traces)
+    if len(traces) not in (1, len(seeds)):
+        raise ConfigError(f"give one trace, or one per seed ({len(seeds)}); got {len(traces)}")
+    time, worker, staleness, n_workers = _stack_traces(traces, rule.synchronous)
+    for trace in traces:
+        if trace.local_steps != rule.local_steps:
+            raise ConfigError(
+                f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
+                f"{rule.name} takes local_steps={rule.local_steps}"
+            )
+    n_events = time.shape[1]
+    if record_every is None:
+        record_every = max(1, math.ceil(n_events / 1000))
+    if int(record_every) != record_every or record_every < 1:
+        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
+    record_every = int(record_every)
+    if record_paths is None:
+        record_paths = problem.dim <= 2
+
+    run_chunk = _compiled_chunk(rule, problem, float(noise), bool(record_paths), n_workers,
+                                len(traces) == 1)
+
+    # Lay the events out as (chunks, blocks, k), padding with inactive events.
+    n_blocks = math.ceil(n_events / record_every)
+    blocks_per_chunk = max(1, math.ceil(n_blocks / 20))
+    n_chunks = math.ceil(n_blocks / blocks_per_chunk)
+    padded = n_chunks * blocks_per_chunk * record_every
+    shape = (len(traces), n_chunks, blocks_per_chunk, record_every)
+    ev_worker = np.zeros((len(traces), padded), np.int32)
+    ev_worker[:, :n_events] = np.maximum(worker, 0)
+    ev_active = np.zeros((len(traces), padded), bool)
+    ev_active[:, :n_events] = staleness >= 0
+    ev_index = np.broadcast_to(np.arange(padded, dtype=np.int32), (len(traces), padded))
+    events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
+    shared = len(traces) == 1
+
+    keys = jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32))
+    init_keys, noise_keys = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+    worker_keys = jax.vmap(lambda k: jax.vmap(lambda w: jax.random.fold_in(k, w))(
+        jnp.arange(n_workers)))(noise_keys)
+    carry, first_loss = _initial_carry_batch(rule, problem, n_workers, init)(init_keys)
+    first_loss = np.asarray(first_loss)
+    first_center = np.asarray(carry.server.center)
+
+    losses, centers, paths = [], [], []
+    bar = tqdm(total=n_events, disable=None if progress is None else not progress,
+               desc=f"{rule.name} x{len(seeds)}", unit="event", leave=False)
+    with bar:
+        for c in range(n_chunks):
+            chunk_events = tuple(
+                jnp.asarray(a[0, c] if shared else a[:, c]) for a in events
+            )
+            carry, (value, center, path) = run_chunk(carry, worker_keys, chunk_events)
+            losses.append(np.asarray(value))
+            if record_paths:
+                centers.append(np.asarray(center))
+                paths.append(np.asarray(path))
+            bar.update(min(blocks_per_chunk * record_every, n_events - bar.n))
+            if c + 1 < n_chunks and np.all(np.asarray(carry.diverged_at) >= 0):
+                remaining = n_chunks - c - 1
+                losses.append(np.full((len(seeds), remaining * blocks_per_chunk), np.nan))
+                if record_paths:
+                    centers.append(np.full((len(seeds), remaining * blocks_per_chunk,
+                                            problem.dim), np.nan))
+                    tail = paths[-1].shape[3:]
+                    filler = (len(seeds), remaining * blocks_per_chunk * record_every) + tail
+                    paths.append(np.full(filler, np.nan))
+                break
+
+    loss = np.concatenate([first_loss[:, None]] + [v.reshape(len(seeds), -1) for v in losses],
+                          axis=1)[:, : n_blocks + 1]
+    record_events = np.minimum(np.arange(n_blocks + 1) * record_every, n_events)
+    center_path = worker_path = None
+    if record_paths:
+        center_path = np.concatenate(
+            [first_center[:, None]] + [c.reshape(len(seeds), -1, problem.dim) for c in centers],
+            axis=1)[:, : n_blocks + 1]
+        tail = (n_workers, problem.dim) if rule.synchronous else (problem.dim,)
+        worker_path = np.concatenate(
+            [p.reshape((len(seeds), -1) + tail) for p in paths], axis=1)[:, :n_events]
+    return Result(
+        config=dict(config or {}),
+        seeds=seeds,
+        time=time,
+        worker=worker,
+        staleness=staleness,
+        record_events=record_events,
+        loss=loss,
+        final_params=np.asarray(carry.server.center),
+        diverged_at=np.asarray(carry.diverged_at),
+        center_path=center_path,
+        worker_path=worker_path,
+    )

@@ -1,0 +1,115 @@
+"""What a replay returns, and how it goes to and from disk."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "final_params",
+           "diverged_at", "center_path", "worker_path")
+
+
+@dataclasses.dataclass
+class Result:
+    """The record of one replay over S seeds (T events, R loss records).
+
+    Event arrays have a leading trace axis of length 1 when every seed replayed the same
+    trace, or S when each seed had its own; ``trace_index`` maps seeds to traces.
+
+    Attributes:
+      config: the configuration that produced the result (JSON-able).
+      seeds: ``(S,)`` the seeds.
+      time: ``(Tr, T)`` simulated seconds at each commit (asynchronous) or round end.
+      worker: ``(Tr, T)`` committing worker (-1 for synchronous rounds).
+      staleness: ``(Tr, T)`` staleness τ of each commit (0 for synchronous rounds, -1 for
+        the padding after a shorter trace when traces of several lengths replay together).
+      record_events: ``(R,)`` number of events done at each loss record (0 = the start).
+      loss: ``(S, R)`` central loss at each record (NaN once a run has diverged).
+      final_params: ``(S, d)`` the final centre (the last finite one if the run diverged).
+      diverged_at: ``(S,)`` the event at which the centre became non-finite (or its loss,
+        checked at each record), or -1.
+      center_path: ``(S, R, d)`` the centre at each record, or None (problems with d > 2).
+      worker_path: the committing worker's parameters after its local work, ``(S, T, d)``
+        (asynchronous), or every worker's after each round's local work, ``(S, T, n, d)``
+        (synchronous); None when not recorded.
+    """
+
+    config: dict[str, Any]
+    seeds: np.ndarray
+    time: np.ndarray
+    worker: np.ndarray
+    staleness: np.ndarray
+    record_events: np.ndarray
+    loss: np.ndarray
+    final_params: np.ndarray
+    diverged_at: np.ndarray
+    center_path: np.ndarray | None = None
+    worker_path: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ derived views
+    @property
+    def n_seeds(self) -> int:
+        return int(self.seeds.shape[0])
+
+    @property
+    def n_events(self) -> int:
+        return int(self.time.shape[-1])
+
+    @property
+    def trace_index(self) -> np.ndarray:
+        """``(S,)`` which row of the event arrays each seed replayed."""
+        if self.time.shape[0] == 1:
+            return np.zeros(self.n_seeds, np.int64)
+        return np.arange(self.n_seeds)
+
+    @property
+    def diverged(self) -> np.ndarray:
+        """``(S,)`` whether each run diverged."""
+        return self.diverged_at >= 0
+
+    @property
+    def record_time(self) -> np.ndarray:
+        """``(Tr, R)`` simulated seconds at each loss record (0 at the start)."""
+        padded = np.concatenate([np.zeros((self.time.shape[0], 1)), self.time], axis=1)
+        return padded[:, self.record_events]
+
+    @property
+    def final_loss(self) -> np.ndarray:
+        """``(S,)`` the last recorded central loss (NaN for a diverged run)."""
+        return self.loss[:, -1]
+
+    @property
+    def simulated_time(self) -> np.ndarray:
+        """``(Tr,)`` simulated seconds the whole schedule took."""
+        return self.time[:, -1] if self.n_events else np.zeros(self.time.shape[0])
+
+    def staleness_histogram(self) -> np.ndarray:
+        """Counts of each staleness value over all commits of all traces (padding excluded)."""
+        values = self.staleness.ravel()
+        return np.bincount(values[values >= 0].astype(np.int64), minlength=1)
+
+    # ------------------------------------------------------------------ disk
+    def save(self, path: str | Path) -> Path:
+        """Write the arrays and the config to one ``.npz`` file; returns the path."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            path = path.with_suffix(".npz")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {name: getattr(self, name) for name in _ARRAYS if getattr(self, name) is not None}
+        arrays["config_json"] = np.array(json.dumps(self.config, sort_keys=True))
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez_compressed(tmp, **arrays)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Result:
+        """Read a result written by :meth:`save`."""
+        with np.load(Path(path), allow_pickle=False) as data:
+            fields = {name: data[name] for name in _ARRAYS if name in data.files}
+            config = json.loads(str(data["config_json"]))
+        return cls(config=config, **fields)

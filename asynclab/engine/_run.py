@@ -1,0 +1,170 @@
+"""The one obvious entry point: problem + rule + cluster + budget + seeds -> Result."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._errors import ConfigError
+from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
+from ..problems import Problem, get_problem
+from ..rules import RULES, Rule, make_rule
+from ._replay import replay
+from ._result import Result
+
+
+def _rule_from(rule, learning_rate, local_steps, hyperparameters) -> Rule:
+    if not isinstance(rule, str):
+        if hyperparameters:
+            raise ConfigError("hyperparameters go into the rule you built; pass a rule name "
+                              "to have run() build it")
+        return rule
+    if rule not in RULES:
+        raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
+    for name in ("learning_rate", "local_steps"):
+        if name in hyperparameters:
+            raise ConfigError(f"give {name} as run()'s own argument (--{name.replace('_', '-')}"
+                              ") rather than as a rule hyperparameter")
+    options = dict(hyperparameters)
+    options["learning_rate"] = learning_rate
+    if "local_steps" in RULES[rule].parameters:
+        options["local_steps"] = local_steps
+    elif local_steps != 1:
+        raise ConfigError(f"rule {rule!r} has no local steps (λ); drop local_steps={local_steps}")
+    return make_rule(rule, **options)
+
+
+def _cluster_from(cluster, workers, compute) -> Cluster:
+    if isinstance(cluster, Cluster):
+        if workers is not None and workers != cluster.workers:
+            raise ConfigError(f"workers={workers} disagrees with the cluster's {cluster.workers}")
+        return cluster
+    if cluster is not None:
+        raise ConfigError(f"cluster must be an asynclab.cluster.Cluster, got {cluster!r}")
+    if not isinstance(compute, ComputeTime):
+        compute = ComputeTime(compute)
+    return Cluster(workers=1 if workers is None else workers, compute=compute)
+
+
+def with_start(problem: Problem, start) -> Problem:
+    """``problem`` with another fixed starting point, checked against its dimension."""
+    try:
+        point = np.asarray(start, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError(f"start must be a list of numbers, got {start!r}") from None
+    if point.shape != (problem.dim,):
+        raise ConfigError(
+            f"start must have the problem's dimension {problem.dim} ({problem.name}), "
+            f"got shape {point.shape}"
+        )
+    if not np.all(np.isfinite(point)):
+        raise ConfigError(f"start must be finite, got {point.tolist()}")
+    return problem._replace(start=point.astype(np.float32))
+
+
+def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0):
+    """The trace a cluster produces for a rule: commits (asynchronous) or rounds."""
+    if rule.synchronous:
+        return simulate_sync(cluster, local_steps=rule.local_steps, rounds=commits,
+                             horizon=horizon, rng=rng)
+    return simulate_async(cluster, local_steps=rule.local_steps, commits=commits,
+                          horizon=horizon, rng=rng)
+
+
+def run(
+    problem: str | Problem = "beale",
+    rule: str | Rule = "downpour",
+    *,
+    workers: int | None = None,
+    cluster: Cluster | None = None,
+    compute: str | ComputeTime = "exponential",
+    commits: int | None = None,
+    horizon: float | None = None,
+    seeds: int | Sequence[int] = 0,
+    learning_rate: float = 1e-3,
+    local_steps: int = 1,
+    noise: float = 0.0,
+    init: str = "start",
+    trace_per_seed: bool = False,
+    record_every: int | None = None,
+    record_paths: bool | None = None,
+    progress: bool | None = None,
+    problem_options: dict | None = None,
+    start: Sequence[float] | None = None,
+    **hyperparameters,
+) -> Result:
+    """Simulate a cluster, replay its schedule with a rule, for every seed.
+
+    Args:
+      problem: a problem name (see ``asynclab.problems.PROBLEMS``) or a Problem.
+      rule: a rule name (see ``asynclab rules``) or a rule built from asynclab.rules.
+      workers: number of workers (shortcut for ``cluster=Cluster(workers, ...)``).
+      cluster: the full timing model; overrides ``compute``.
+      compute: compute-time distribution per local step (name or ComputeTime).
+      commits: budget in commits (asynchronous) or rounds (synchronous)...
+      horizon: ...or in simulated seconds. Give exactly one.
+      seeds: an int or a list; each seed draws its own gradient noise and random start.
+      learning_rate: η, the workers' learning rate.
+      local_steps: λ, local steps between two exchanges.
+      noise: σ², the variance of the additive Gaussian gradient noise.
+      init: "start", "random" or "random_per_worker" (synchronous rules).
+      trace_per_seed: simulate a separate cluster schedule for every seed (seeded by it);
+        by default all seeds replay the schedule of the first seed.
+      record_every: record the central loss every k events.
+      record_paths: record trajectories (default for problems of dimension <= 2).
+      progress: progress bar (None: automatic).
+      problem_options: options for the problem factory, e.g. ``{"dim": 100}``.
+      start: a starting point replacing the problem's fixed start (length = dimension).
+      **hyperparameters: the rule's own hyperparameters.
+
+    Returns:
+      A :class:`~asynclab.engine.Result` holding the configuration that made it.
+
+    Example:
+      >>> import asynclab
+      >>> result = asynclab.run("beale", "downpour", workers=8, commits=2000, noise=10.0)
+      >>> result.final_loss.shape
+      (1,)
+    """
+    problem_name = problem if isinstance(problem, str) else problem.name
+    problem = get_problem(problem, **(problem_options or {}))
+    if start is not None:
+        problem = with_start(problem, start)
+    rule = _rule_from(rule, learning_rate, local_steps, hyperparameters)
+    cluster = _cluster_from(cluster, workers, compute)
+    if rule.name == "sequential_sgd" and cluster.workers != 1:
+        raise ConfigError(f"sequential_sgd runs one worker, got workers={cluster.workers}")
+    if (commits is None) == (horizon is None):
+        raise ConfigError("give exactly one budget: commits (or rounds) or horizon (seconds)")
+    if commits is not None and (int(commits) != commits or commits < 1):
+        raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
+    if horizon is not None and not (isinstance(horizon, int | float) and math.isfinite(horizon)
+                                    and horizon > 0):
+        raise ConfigError(f"horizon must be a finite number of seconds > 0, got {horizon!r}")
+    seed_list = [int(s) for s in np.atleast_1d(np.asarray(seeds))]
+    trace_seeds = seed_list if trace_per_seed else seed_list[:1]
+    traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s)
+              for s in trace_seeds]
+    config = {
+        "problem": problem_name,
+        "problem_options": dict(problem_options or {}),
+        "rule": rule.name,
+        "synchronous": rule.synchronous,
+        "hyperparameters": dict(rule.hyperparameters),
+        "workers": cluster.workers,
+        "compute": {"distribution": cluster.compute.distribution, "mean": cluster.compute.mean,
+                    "shape": cluster.compute.shape},
+        "cluster": repr(cluster),
+        "commits": commits,
+        "horizon": horizon,
+        "seeds": seed_list,
+        "noise": float(noise),
+        "init": init,
+        "start": None if start is None else [float(v) for v in start],
+        "trace_per_seed": bool(trace_per_seed),
+    }
+    return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
+                  record_every=record_every, record_paths=record_paths, progress=progress,
+                  config=config)

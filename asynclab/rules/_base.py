@@ -1,0 +1,141 @@
+"""The rule protocol: states, infos, and the two kinds of rule.
+
+A rule is a ``NamedTuple`` of pure functions (optax / blackjax style). Its state lives
+in the ``NamedTuple`` states below and nowhere else; hyperparameters are closed over by
+the factory that builds the rule.
+
+Asynchronous rules split into *local work* (λ steps of an optax inner optimizer on one
+worker) and one atomic *exchange* at the server (commit, then pull). Synchronous rules
+are one *round* per worker, written with collectives over the named axis
+``"workers"``; the same function runs under ``jax.vmap(..., axis_name="workers")`` in
+the replay engine and under ``jax.pmap(..., axis_name="workers")`` on devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+Params = Any  # a pytree of arrays (asynclab's problems use one flat vector)
+
+#: The named axis over which synchronous rules take collectives.
+AXIS = "workers"
+
+#: ``gradient(params, key, worker, step) -> grads``, see ``asynclab.problems.stochastic_gradient``.
+GradientFn = Callable[[Params, Array, Array, Array], Params]
+
+
+class WorkerState(NamedTuple):
+    """What one worker carries between two exchanges.
+
+    Attributes:
+      params: the worker's parameters θᵏ.
+      inner_state: the state of its optax inner optimizer.
+      pulled_center: the centre θ̃_pull it last pulled.
+      pulled_clock: the server clock c_pull at that pull.
+      steps: local steps done so far (selects the worker's batch and noise).
+    """
+
+    params: Params
+    inner_state: Any
+    pulled_center: Params
+    pulled_clock: Array
+    steps: Array
+
+
+class ServerState(NamedTuple):
+    """What the parameter server carries.
+
+    Attributes:
+      center: the central variable θ̃.
+      clock: number of commits (or rounds) applied.
+      extra: rule-specific state (an outer optimizer's state, a momentum buffer), or ().
+    """
+
+    center: Params
+    clock: Array
+    extra: Any = ()
+
+
+class ExchangeInfo(NamedTuple):
+    """Diagnostics of one exchange or round, recorded but not carried.
+
+    Attributes:
+      staleness: τ = c − c_pull, the commits by others since this worker pulled.
+      scale: the factor the server applied to the commit (1 for plain addition).
+    """
+
+    staleness: Array
+    scale: Array
+
+
+class AsynchronousRule(NamedTuple):
+    """An asynchronous rule: local work, then one atomic exchange with the server.
+
+    Attributes:
+      name: registry name.
+      init_server: ``center -> ServerState``.
+      init_worker: ``(params, server) -> WorkerState``.
+      local: ``(worker, gradient, key, worker_id) -> worker``; ``key`` is the worker's own
+        key, folded with each local step index to draw that step's noise.
+      exchange: ``(server, worker) -> (server, worker, ExchangeInfo)``.
+      hyperparameters: the values the rule was built with.
+    """
+
+    name: str
+    init_server: Callable[[Params], ServerState]
+    init_worker: Callable[[Params, ServerState], WorkerState]
+    local: Callable[[WorkerState, GradientFn, Array, Array], WorkerState]
+    exchange: Callable[[ServerState, WorkerState], tuple[ServerState, WorkerState, ExchangeInfo]]
+    hyperparameters: dict
+
+    @property
+    def synchronous(self) -> bool:
+        return False
+
+    @property
+    def local_steps(self) -> int:
+        return int(self.hyperparameters.get("local_steps", 1))
+
+
+class SynchronousRule(NamedTuple):
+    """A synchronous rule: local work on every worker, then one collective synchronisation.
+
+    Attributes:
+      name: registry name.
+      init_server: ``center -> ServerState``.
+      init_worker: ``(params, server) -> WorkerState``.
+      local: ``(worker, gradient, key, worker_id) -> worker``, as for asynchronous rules.
+      synchronize: ``(server, worker) -> (server, worker, ExchangeInfo)``, called for every
+        worker at once under the named axis ``"workers"`` (``jax.vmap`` in the replay,
+        ``jax.pmap`` on devices); the server it returns is computed from collectives and
+        so is the same on every worker.
+      hyperparameters: the values the rule was built with.
+    """
+
+    name: str
+    init_server: Callable[[Params], ServerState]
+    init_worker: Callable[[Params, ServerState], WorkerState]
+    local: Callable[[WorkerState, GradientFn, Array, Array], WorkerState]
+    synchronize: Callable[[ServerState, WorkerState], tuple[ServerState, WorkerState, ExchangeInfo]]
+    hyperparameters: dict
+
+    @property
+    def synchronous(self) -> bool:
+        return True
+
+    @property
+    def local_steps(self) -> int:
+        return int(self.hyperparameters.get("local_steps", 1))
+
+
+Rule = AsynchronousRule | SynchronousRule
+
+
+def server_at(center: Params, extra: Any = ()) -> ServerState:
+    """A server holding ``center`` with its clock at zero."""
+    return ServerState(center=center, clock=jnp.zeros((), jnp.int32), extra=extra)

@@ -1,0 +1,110 @@
+"""The command line: summaries, JSON, clear errors instead of tracebacks."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from asynclab.cli import main
+
+
+def run_cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "asynclab.cli", *args], capture_output=True,
+                          text=True, timeout=300)
+    return proc
+
+
+def test_json_run_has_the_documented_fields(capsys):
+    code = main(["run", "--problem", "beale", "--rule", "downpour", "--workers", "8",
+                 "--compute", "exponential", "--commits", "3000", "--seed", "0", "--json",
+                 "--noise", "10"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("final_loss", "mean_staleness", "staleness_histogram", "simulated_time",
+                "diverged", "final_params"):
+        assert key in out
+    assert out["diverged"] is False
+    hist = np.array(out["staleness_histogram"])
+    assert hist.sum() == 3000
+    assert out["mean_staleness"] == pytest.approx(np.average(np.arange(hist.size), weights=hist))
+    assert abs(out["mean_staleness"] - 7) < 0.3
+    assert len(out["final_params"]) == 2
+
+
+def test_human_summary_and_plot_and_save(tmp_path, capsys):
+    png, npz = tmp_path / "run.png", tmp_path / "run.npz"
+    assert main(["run", "--workers", "4", "--commits", "500", "--plot", str(png),
+                 "--save", str(npz)]) == 0
+    text = capsys.readouterr().out
+    assert "mean staleness" in text and "final central loss" in text
+    assert png.stat().st_size > 10_000
+    from asynclab.engine import Result
+
+    assert Result.load(npz).n_events == 500
+
+
+def test_rules_lists_every_rule(capsys):
+    from asynclab.rules import RULES
+
+    assert main(["rules"]) == 0
+    out = capsys.readouterr().out
+    for name in RULES:
+        assert name in out
+
+
+def test_param_the_rule_does_not_have_is_an_error(capsys):
+    code = main(["run", "--rule", "downpour", "--param", "gamma=1", "--commits", "50"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "gamma" in err and "downpour" in err
+    code = main(["run", "--rule", "downpour", "--param", "local_steps=3", "--commits", "50"])
+    assert code == 2
+    assert "--local-steps" in capsys.readouterr().err
+    assert main(["run", "--param", "oops", "--commits", "5"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--workers", "0"], "workers"),
+        (["--local-steps", "0"], "local_steps"),
+        (["--learning-rate", "-0.1"], "learning_rate"),
+        (["--learning-rate", "nan"], "learning_rate"),
+        (["--compute", "weibull"], "distribution"),
+        (["--rule", "nosuchrule"], "unknown rule"),
+        (["--commits", "0"], "commits"),
+        (["--horizon", "-5"], "horizon"),
+        (["--start", "1,2,3"], "dimension"),
+        (["--noise", "-1"], "noise"),
+        (["--problem", "nosuch"], "unknown problem"),
+        (["--seeds", "5:5"], "seed"),
+    ],
+)
+def test_bad_input_is_a_clear_error_not_a_traceback(args, message):
+    proc = run_cli("run", *args)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert message in proc.stderr
+    assert proc.stderr.startswith("asynclab: error:")
+
+
+def test_divergence_exits_zero_and_says_so():
+    proc = run_cli("run", "--problem", "quadratic", "--dim", "10", "--rule", "downpour",
+                   "--workers", "8", "--learning-rate", "0.5", "--commits", "2000", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["diverged"] is True and out["diverged_at"] > 0
+    proc = run_cli("run", "--problem", "quadratic", "--dim", "10", "--workers", "8",
+                   "--learning-rate", "0.5", "--commits", "2000")
+    assert proc.returncode == 0 and "DIVERGED" in proc.stdout
+
+
+def test_demo_prints_a_summary_and_writes_a_plot(tmp_path):
+    png = tmp_path / "demo.png"
+    proc = run_cli("demo", "--out", str(png), "--commits", "2000")
+    assert proc.returncode == 0, proc.stderr
+    assert "mean staleness" in proc.stdout
+    assert png.stat().st_size > 10_000

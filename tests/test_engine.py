@@ -1,0 +1,241 @@
+"""The replay engine against independent numpy oracles and the identities of ALGORITHMS.md."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from oracles import async_sgd, beale_gradient
+
+import asynclab
+from asynclab.cluster import Cluster, ComputeTime, RoundTrace, Trace, simulate_async
+from asynclab.engine import Result, replay
+from asynclab.problems import beale, linear_regression, quadratic, regression_data
+from asynclab.rules import downpour, model_averaging, sequential_sgd, synchronous_sgd
+
+
+def round_robin_trace(n_workers, n_events, local_steps=1):
+    """Equal constant compute times: workers commit in turn, τ = n − 1 after warm-up."""
+    t = np.arange(n_events)
+    pulled = np.maximum(t - (n_workers - 1), 0) * (t >= n_workers) + 0
+    pulled = np.where(t < n_workers, 0, t - n_workers + 1).astype(np.int32)
+    return Trace(time=(t + 1.0) / n_workers, worker=(t % n_workers).astype(np.int32),
+                 pulled_clock=pulled, staleness=(t - pulled).astype(np.int32),
+                 n_workers=n_workers, local_steps=local_steps)
+
+
+def rounds(n_workers, n_rounds, local_steps=1):
+    return RoundTrace(time=np.arange(1.0, n_rounds + 1), duration=np.ones(n_rounds),
+                      n_workers=n_workers, local_steps=local_steps)
+
+
+@pytest.mark.parametrize("local_steps", [1, 3])
+def test_downpour_replay_matches_hand_written_async_sgd(local_steps):
+    """Replaying a simulated exponential-time trace equals a numpy event loop on Beale."""
+    cluster = Cluster(5, ComputeTime("exponential"))
+    trace = simulate_async(cluster, local_steps=local_steps, commits=300, rng=3)
+    lr = 2e-3
+    result = replay(downpour(lr, local_steps), beale(), trace, record_every=1)
+    expected = async_sgd(beale_gradient, beale().start, trace.worker, 5, lr, local_steps)
+    np.testing.assert_allclose(result.center_path[0, 1:], expected, rtol=2e-4, atol=2e-5)
+    assert result.center_path[0, -1] == pytest.approx(result.final_params[0])
+
+
+def test_downpour_on_quadratic_matches_oracle_in_high_dimension():
+    problem = quadratic(dim=50, condition=20.0)
+    h = np.geomspace(1.0, 20.0, 50)
+    trace = simulate_async(Cluster(8), commits=400, rng=1)
+    result = replay(downpour(0.01), problem, trace, record_every=400)
+    expected = async_sgd(lambda p: h * p, np.ones(50), trace.worker, 8, 0.01)
+    np.testing.assert_allclose(result.final_params[0], expected[-1], rtol=1e-4, atol=1e-6)
+
+
+def test_downpour_with_one_worker_is_sequential_sgd():
+    """n = 1, λ = 1: identical noise draws, identical arithmetic up to float rounding."""
+    trace = simulate_async(Cluster(1), commits=500, rng=0)
+    kwargs = dict(seeds=[0, 1, 2], noise=10.0, record_every=1)
+    a = replay(downpour(1e-3), beale(), trace, **kwargs)
+    b = replay(sequential_sgd(1e-3), beale(), trace, **kwargs)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-5, atol=1e-6)
+    # and without noise, both equal plain SGD written by hand
+    c = replay(sequential_sgd(1e-3), beale(), trace, record_every=1)
+    p, path = beale().start.astype(np.float64), []
+    for _ in range(500):
+        p = p - 1e-3 * beale_gradient(p)
+        path.append(p)
+    np.testing.assert_allclose(c.center_path[0, 1:], np.array(path), rtol=1e-4, atol=1e-5)
+
+
+def test_synchronous_sgd_equals_sgd_with_n_times_the_batch():
+    """n workers with batch m ≡ one SGD step on the union of their batches (numpy)."""
+    n, m, lr, n_rounds = 4, 8, 0.05, 60
+    problem = linear_regression(examples=512, dim=5, batch_size=m, shards=n)
+    x, y, _ = regression_data(512, 5)
+    result = replay(synchronous_sgd(lr), problem, rounds(n, n_rounds), record_every=1,
+                    record_paths=True)
+    theta = np.zeros(5)
+    shard = 512 // n
+    for s in range(n_rounds):
+        index = np.concatenate([k * shard + (s * m + np.arange(m)) % shard for k in range(n)])
+        xb, yb = x[index].astype(np.float64), y[index].astype(np.float64)
+        theta = theta - lr * xb.T @ (xb @ theta - yb) / len(index)
+    np.testing.assert_allclose(result.final_params[0], theta, rtol=1e-4, atol=1e-5)
+
+
+def test_model_averaging_with_identical_workers_is_sequential_sgd():
+    """Identical starts, no noise, same data on every worker ≡ sequential SGD."""
+    lam, n_rounds = 5, 40
+    averaged = replay(model_averaging(1e-3, lam), beale(), rounds(4, n_rounds, lam))
+    seq = replay(sequential_sgd(1e-3, lam), beale(), simulate_async(Cluster(1), local_steps=lam,
+                 commits=n_rounds))
+    np.testing.assert_allclose(averaged.final_params, seq.final_params, rtol=1e-5, atol=1e-6)
+    p = beale().start.astype(np.float64)
+    for _ in range(lam * n_rounds):
+        p = p - 1e-3 * beale_gradient(p)
+    np.testing.assert_allclose(averaged.final_params[0], p, rtol=1e-4, atol=1e-5)
+
+
+def test_model_averaging_on_sharded_data_matches_numpy():
+    """Workers on different shards drift apart for λ steps, then the centre is their mean."""
+    n, m, lam, lr = 3, 4, 6, 0.05
+    problem = linear_regression(examples=96, dim=4, batch_size=m, shards=n)
+    x, y, _ = regression_data(96, 4)
+    result = replay(model_averaging(lr, lam), problem, rounds(n, 20, lam))
+    center, shard = np.zeros(4), 96 // n
+    for r in range(20):
+        ends = []
+        for k in range(n):
+            theta = center.copy()
+            for i in range(lam):
+                s = r * lam + i
+                index = k * shard + (s * m + np.arange(m)) % shard
+                xb, yb = x[index].astype(np.float64), y[index].astype(np.float64)
+                theta = theta - lr * xb.T @ (xb @ theta - yb) / m
+            ends.append(theta)
+        center = np.mean(ends, axis=0)
+    np.testing.assert_allclose(result.final_params[0], center, rtol=1e-4, atol=1e-5)
+
+
+def test_random_per_worker_starts_in_box_and_centre_is_their_mean():
+    problem = beale()
+    result = replay(model_averaging(1e-4, 1), problem, rounds(6, 3), seeds=[4],
+                    init="random_per_worker", record_every=1)
+    first_locals = result.worker_path[0, 0]  # after one local step from each start
+    starts_guess = first_locals  # one tiny step away from the starts
+    assert np.all(starts_guess > -4.5) and np.all(starts_guess < 4.5)
+    assert np.ptp(first_locals[:, 0]) > 0.5  # the workers really started apart
+    np.testing.assert_allclose(result.center_path[0, 1], first_locals.mean(axis=0), rtol=1e-5)
+
+
+def test_same_seed_gives_identical_bits():
+    a = asynclab.run("beale", "downpour", workers=4, commits=500, seeds=[7], noise=10.0)
+    b = asynclab.run("beale", "downpour", workers=4, commits=500, seeds=[7], noise=10.0)
+    assert np.array_equal(a.loss, b.loss)
+    assert np.array_equal(a.final_params, b.final_params)
+    assert np.array_equal(a.time, b.time)
+    c = asynclab.run("beale", "downpour", workers=4, commits=500, seeds=[8], noise=10.0)
+    assert not np.array_equal(a.final_params, c.final_params)
+
+
+@pytest.mark.parametrize("rule", ["downpour", "model_averaging"])
+def test_vmapped_seeds_equal_seeds_run_one_at_a_time(rule):
+    kwargs = dict(workers=4, commits=200, noise=10.0, local_steps=2, trace_per_seed=True)
+    together = asynclab.run("beale", rule, seeds=[0, 1, 2], **kwargs)
+    for i, seed in enumerate([0, 1, 2]):
+        alone = asynclab.run("beale", rule, seeds=[seed], **kwargs)
+        np.testing.assert_allclose(together.final_params[i], alone.final_params[0],
+                                   rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(together.loss[i], alone.loss[0], rtol=1e-6, atol=1e-7)
+        np.testing.assert_array_equal(together.staleness[i], alone.staleness[0])
+
+
+def test_the_rule_computes_the_staleness_the_simulator_scheduled():
+    trace = simulate_async(Cluster(6, ComputeTime("lognormal", shape=1.0)), commits=400, rng=2)
+    rule = downpour(1e-3)
+    server = rule.init_server(jnp.zeros(2))
+    workers = [rule.init_worker(jnp.zeros(2), server) for _ in range(6)]
+    seen = []
+    for w in trace.worker:
+        server, workers[w], info = rule.exchange(server, workers[w])
+        seen.append(int(info.staleness))
+    np.testing.assert_array_equal(seen, trace.staleness)
+
+
+def test_divergence_is_detected_frozen_and_reported():
+    """η·h_max = 2.5 > 2: the centre blows up; the event matches a float32-range oracle."""
+    problem = quadratic(dim=4, condition=10.0)
+    trace = round_robin_trace(2, 3000)
+    result = replay(downpour(0.25), problem, trace, record_every=1)
+    assert result.diverged[0]
+    h = np.geomspace(1.0, 10.0, 4)
+    with np.errstate(all="ignore"):
+        path = async_sgd(lambda p: h * p, np.ones(4), trace.worker[:200], 2, 0.25)
+    # the first commit whose centre, or its loss, no longer fits in float32
+    big = np.finfo(np.float32).max
+    with np.errstate(all="ignore"):
+        overflow = np.any(np.abs(path) > big, axis=1) | (0.5 * (h * path * path).sum(1) > big)
+    first_bad = int(np.argmax(overflow))
+    assert first_bad > 0
+    assert abs(int(result.diverged_at[0]) - first_bad) <= 2
+    assert np.all(np.isfinite(result.final_params))
+    after = result.record_events > result.diverged_at[0]
+    assert np.all(np.isnan(result.loss[0, after]))
+    assert np.all(np.isfinite(result.loss[0, result.record_events <= result.diverged_at[0]]))
+
+
+def test_a_stable_run_does_not_diverge():
+    result = replay(downpour(0.05), quadratic(dim=4, condition=10.0), round_robin_trace(2, 500))
+    assert not result.diverged[0] and result.diverged_at[0] == -1
+    assert result.final_loss[0] < 1e-6
+
+
+def test_result_saves_and_loads(tmp_path):
+    result = asynclab.run("beale", "downpour", workers=3, commits=100, seeds=[0, 1])
+    path = result.save(tmp_path / "run")
+    back = Result.load(path)
+    assert back.config == result.config
+    for name in ("time", "worker", "staleness", "loss", "final_params", "diverged_at",
+                 "center_path", "worker_path", "record_events", "seeds"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(result, name))
+
+
+def test_records_and_shapes():
+    result = asynclab.run("beale", "downpour", workers=3, commits=95, seeds=[0, 1],
+                          record_every=10)
+    assert result.loss.shape == (2, 11)
+    assert result.record_events.tolist() == [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95]
+    assert result.worker_path.shape == (2, 95, 2)
+    assert result.center_path.shape == (2, 11, 2)
+    expected_first = float(beale().loss(jnp.asarray(beale().start)))
+    assert result.loss[0, 0] == pytest.approx(expected_first)
+    assert result.staleness_histogram().sum() == 95
+
+
+def test_horizon_traces_of_different_lengths_replay_together():
+    result = asynclab.run("beale", "downpour", workers=4, horizon=50.0, seeds=[0, 1, 2],
+                          trace_per_seed=True)
+    assert result.time.shape[0] == 3
+    lengths = (result.staleness >= 0).sum(axis=1)
+    assert len(set(lengths.tolist())) > 1  # really different lengths
+    assert result.staleness_histogram().sum() == lengths.sum()
+    for i in range(3):
+        alone = asynclab.run("beale", "downpour", workers=4, horizon=50.0, seeds=[i],
+                             trace_per_seed=True)
+        np.testing.assert_allclose(result.final_params[i], alone.final_params[0], rtol=1e-6)
+
+
+def test_compiled_once_for_new_seeds():
+    """A second replay with other seeds of the same shape does not trace the event again."""
+    calls = []
+    base = beale()
+
+    def counted(p):
+        calls.append(1)
+        return base.loss(p)
+
+    problem = base._replace(loss=counted, batch_loss=lambda p, b: counted(p))
+    kwargs = dict(workers=3, commits=60, noise=1.0)
+    first = asynclab.run(problem, "downpour", seeds=[0, 1], **kwargs)
+    traced = len(calls)
+    second = asynclab.run(problem, "downpour", seeds=[2, 3], **kwargs)
+    assert traced > 0
+    assert len(calls) == traced  # nothing traced again
+    assert not np.array_equal(first.final_params, second.final_params)
