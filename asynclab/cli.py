@@ -113,7 +113,8 @@ def _print_summary(result, problem, out=None) -> None:
     print(f"  {s['events']} {budget}, noise σ² = {cfg.get('noise')}, "
           f"{result.n_seeds} seed(s)", file=out)
     times = np.atleast_1d(s["simulated_time"])
-    print(f"  simulated time: {np.mean(times):.4g} s", file=out)
+    clock = "wall-clock time" if cfg.get("backend") == "threads" else "simulated time"
+    print(f"  {clock}: {np.mean(times):.4g} s", file=out)
     if not cfg.get("synchronous"):
         n = s["workers"]
         print(f"  mean staleness: {s['mean_staleness']:.3f} (closed-loop theory: n − 1 = {n - 1})",
@@ -162,38 +163,57 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a rule hyperparameter, e.g. --param gamma=1e-4 (repeatable)")
     p.add_argument("--record-every", type=int, default=None, help="loss record interval")
+    p.add_argument("--backend", default="sim", choices=("sim", "pmap", "threads"),
+                   help="sim: simulated cluster (default); pmap: one worker per device, "
+                   "replaying the simulated schedule; threads: free-running workers")
+    p.add_argument("--devices", type=int, default=None, help="devices for pmap/threads")
+    p.add_argument("--simulate-devices", action="store_true",
+                   help="simulate --devices CPU devices (sets XLA_FLAGS before JAX starts)")
+    p.add_argument("--checkpoint", default=None, help="pmap: checkpoint file")
+    p.add_argument("--checkpoint-every", type=int, default=None,
+                   help="pmap: checkpoint every K segments/rounds")
+    p.add_argument("--resume", action="store_true", help="pmap: continue from --checkpoint")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--save", default=None, help="save the result (.npz) here")
     p.add_argument("--plot", default=None, help="write a PNG of the run here")
 
 
-def _run(args) -> int:
-    from .cluster import Cluster, ComputeTime
-    from .engine import run
-    from .problems import get_problem
-    from .rules import RULES
-
+def _problem_options(args) -> dict:
     options = {}
     if args.dim is not None:
         options["dim"] = args.dim
     if args.condition is not None:
         options["condition"] = args.condition
-    if args.rule in RULES and RULES[args.rule].synchronous is False and args.workers is None:
-        workers = 1 if args.rule == "sequential_sgd" else 4
-    else:
-        workers = args.workers if args.workers is not None else 4
+    return options
+
+
+def _run(args) -> int:
+    if args.backend != "sim":
+        return _run_on_devices(args)
+    from .cluster import ComputeTime
+    from .engine import run
+    from .problems import get_problem
+
+    options = _problem_options(args)
+    workers = args.workers if args.workers is not None else (
+        1 if args.rule == "sequential_sgd" else 4)
     if args.commits is None and args.horizon is None:
         args.commits = 1000
     compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
     problem = get_problem(args.problem, **options)
     result = run(
-        args.problem, args.rule, cluster=Cluster(workers=workers, compute=compute),
+        args.problem, args.rule, workers=workers, compute=compute,
         commits=args.commits, horizon=args.horizon, seeds=_seeds(args),
         learning_rate=args.learning_rate, local_steps=args.local_steps, noise=args.noise,
         init=args.init, trace_per_seed=args.trace_per_seed, record_every=args.record_every,
         progress=False if args.json else None, problem_options=options,
         start=_start(args.start), **_params(args.param),
     )
+    _report(args, result, problem)
+    return 0
+
+
+def _report(args, result, problem, extra=None) -> None:
     if args.save:
         result.save(args.save)
     if args.plot:
@@ -201,13 +221,100 @@ def _run(args) -> int:
 
         plot_run(result, problem, args.plot)
     if args.json:
-        print(json.dumps(summary(result, problem)))
-    else:
-        _print_summary(result, problem)
-        if args.save:
-            print(f"  saved: {args.save}")
-        if args.plot:
-            print(f"  plot: {args.plot}")
+        print(json.dumps({**summary(result, problem), **(extra or {})}))
+        return
+    _print_summary(result, problem)
+    for key, value in (extra or {}).items():
+        if not isinstance(value, list):
+            print(f"  {key.replace('_', ' ')}: {value}")
+    if args.save:
+        print(f"  saved: {args.save}")
+    if args.plot:
+        print(f"  plot: {args.plot}")
+
+
+def _devices(args) -> int:
+    """Make N simulated CPU devices available if asked, before JAX is imported."""
+    import os
+
+    n = args.devices if args.devices is not None else args.workers
+    if n is None:
+        raise ConfigError(f"--backend {args.backend} needs --devices N")
+    if args.simulate_devices:
+        # read by XLA when its CPU backend starts (first device query), not at import
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+    return n
+
+
+def _run_on_devices(args) -> int:
+    import numpy as np
+
+    n = _devices(args)
+    import jax
+
+    from .engine import Result, build_rule, schedule
+    from .problems import get_problem
+
+    available = len(jax.devices())
+    if n > available:
+        raise ConfigError(
+            f"--devices {n} but JAX sees {available} device(s); on a CPU simulate devices "
+            f"with --simulate-devices, or XLA_FLAGS=--xla_force_host_platform_device_count={n} "
+            "set before JAX starts"
+        )
+    if args.workers is not None and args.workers != n:
+        raise ConfigError(f"one worker per device: --workers {args.workers} != --devices {n}")
+    if args.seeds is not None:
+        raise ConfigError(f"--backend {args.backend} runs one seed (--seed)")
+    options = _problem_options(args)
+    problem = get_problem(args.problem, **options)
+    if args.start is not None:
+        from .engine._run import with_start
+
+        problem = with_start(problem, _start(args.start))
+    rule = build_rule(args.rule, learning_rate=args.learning_rate, local_steps=args.local_steps,
+                      workers=n, **_params(args.param))
+    if args.commits is None:
+        if args.horizon is not None:
+            raise ConfigError(f"--backend {args.backend} takes a budget in --commits")
+        args.commits = 1000
+    config = {"problem": args.problem, "problem_options": options, "rule": rule.name,
+              "synchronous": rule.synchronous, "hyperparameters": dict(rule.hyperparameters),
+              "workers": n, "commits": args.commits, "seeds": [args.seed],
+              "noise": args.noise, "init": args.init, "backend": args.backend}
+    if args.backend == "threads":
+        from .backends import predicted_staleness, run_threads
+        from .engine import replay
+
+        real = run_threads(rule, problem, commits=args.commits, workers=n, seed=args.seed,
+                           noise=args.noise, init=args.init)
+        # the real schedule replayed by the engine gives the run's numbers and records
+        result = replay(rule, problem, real.trace, seeds=[args.seed], noise=args.noise,
+                        init=args.init, record_every=args.record_every, progress=False,
+                        config=config)
+        predicted, _ = predicted_staleness(real)
+        extra = {"backend": "threads", "wall_time": round(real.wall_time, 4),
+                 "commits_per_second": round(real.trace.n_events / real.wall_time, 1),
+                 "predicted_mean_staleness": float(np.mean(predicted.staleness)),
+                 "predicted_staleness_histogram": np.bincount(predicted.staleness).tolist()}
+        _report(args, result, problem, extra)
+        return 0
+    from .backends import run_pmap
+    from .cluster import Cluster, ComputeTime
+
+    compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
+    trace = schedule(rule, Cluster(n, compute), commits=args.commits, rng=args.seed)
+    out = run_pmap(rule, problem, trace, seed=args.seed, noise=args.noise, init=args.init,
+                   record_every=args.record_every or 1, checkpoint=args.checkpoint,
+                   checkpoint_every=args.checkpoint_every, resume=args.resume)
+    result: Result = out.result
+    result.config.update(config)
+    wall = np.asarray(out.wall_time)
+    extra = {"backend": "pmap", "segments": int(out.segments),
+             "wall_time": round(float(wall.sum()), 4),
+             "wall_time_per_segment": round(float(wall.mean()), 6) if wall.size else 0.0}
+    _report(args, result, problem, extra)
     return 0
 
 
@@ -239,6 +346,14 @@ def _demo(args) -> int:
     return 0
 
 
+def _figures(args) -> int:
+    from .figures import build
+
+    timings = build(args.names, quick=args.quick, out=args.out)
+    print(f"{len(timings)} figure(s) in {sum(timings.values()):.1f} s")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.")
@@ -252,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="asynclab-demo.png", help="where to write the plot")
     p.add_argument("--commits", type=int, default=20000)
     p.set_defaults(func=_demo)
+    p = sub.add_parser("figures", help="regenerate figures (all, or the ones named)")
+    p.add_argument("names", nargs="*", help="figure names (default: all in figures/)")
+    p.add_argument("--quick", action="store_true", help="small, fast versions")
+    p.add_argument("--out", default=None, help="output folder (default: figures/)")
+    p.set_defaults(func=_figures)
     return parser
 
 

@@ -132,6 +132,24 @@ def chunk_runner(event, loss, record_paths: bool):
     return chunk
 
 
+def seed_keys(seed, n_workers: int):
+    """The keys of one seed: ``(init_key, worker_keys)``, ``worker_keys`` of shape ``(n,)``.
+
+    Worker k's step s draws its noise from ``fold_in(worker_keys[k], s)`` (see
+    ``asynclab.rules.parts.local_work``). Every executor derives its keys here, so the
+    same seed gives the same numbers on every backend.
+    """
+    init_key, noise_key = jax.random.split(jax.random.key(seed))
+    workers = jax.vmap(lambda w: jax.random.fold_in(noise_key, w))(jnp.arange(n_workers))
+    return init_key, workers
+
+
+def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: str = "start"):
+    """``(server, workers)`` at the start of a run; workers stacked on a leading axis."""
+    carry = _initial_carry(rule, problem, init_key, n_workers, init)
+    return carry.server, carry.workers
+
+
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str) -> Carry:
     if init == "start":
         center = problem.initial_params()
@@ -276,6 +294,13 @@ def replay(
                 f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
                 f"{rule.name} takes local_steps={rule.local_steps}"
             )
+    group_size = rule.hyperparameters.get("group_size", 1)
+    for trace in traces:
+        if getattr(trace, "group_size", 1) != group_size:
+            raise ConfigError(
+                f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} "
+                f"but the rule {rule.name} takes group_size={group_size}"
+            )
     n_events = time.shape[1]
     if record_every is None:
         record_every = max(1, math.ceil(n_events / 1000))
@@ -302,10 +327,8 @@ def replay(
     events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
     shared = len(traces) == 1
 
-    keys = jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32))
-    init_keys, noise_keys = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
-    worker_keys = jax.vmap(lambda k: jax.vmap(lambda w: jax.random.fold_in(k, w))(
-        jnp.arange(n_workers)))(noise_keys)
+    init_keys, worker_keys = jax.vmap(lambda s: seed_keys(s, n_workers))(
+        jnp.asarray(seeds, jnp.uint32))
     carry, first_loss = _initial_carry_batch(rule, problem, n_workers, init)(init_keys)
     first_loss = np.asarray(first_loss)
     first_center = np.asarray(carry.server.center)

@@ -8,14 +8,24 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._errors import ConfigError
-from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
+from ..cluster import Cluster, ComputeTime, RoundTrace, simulate_async, simulate_sync
 from ..problems import Problem, get_problem
 from ..rules import RULES, Rule, make_rule
 from ._replay import replay
 from ._result import Result
 
 
-def _rule_from(rule, learning_rate, local_steps, hyperparameters) -> Rule:
+def build_rule(rule: str | Rule, *, learning_rate: float = 1e-3, local_steps: int = 1,
+               workers: int | None = None, **hyperparameters) -> Rule:
+    """A rule by name with the run-level settings (η, λ, n for rules that need n).
+
+    A rule object passes through unchanged (then no hyperparameters may be given).
+    """
+    cluster = Cluster(workers=workers or 1)
+    return _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster)
+
+
+def _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster) -> Rule:
     if not isinstance(rule, str):
         if hyperparameters:
             raise ConfigError("hyperparameters go into the rule you built; pass a rule name "
@@ -29,23 +39,30 @@ def _rule_from(rule, learning_rate, local_steps, hyperparameters) -> Rule:
                               ") rather than as a rule hyperparameter")
     options = dict(hyperparameters)
     options["learning_rate"] = learning_rate
-    if "local_steps" in RULES[rule].parameters:
+    accepted = RULES[rule].parameters
+    if "local_steps" in accepted:
         options["local_steps"] = local_steps
     elif local_steps != 1:
         raise ConfigError(f"rule {rule!r} has no local steps (λ); drop local_steps={local_steps}")
+    if "workers" in accepted and "workers" not in options:
+        options["workers"] = cluster.workers // getattr(cluster, "group_size", 1)
     return make_rule(rule, **options)
 
 
-def _cluster_from(cluster, workers, compute) -> Cluster:
+def _cluster_from(cluster, workers, compute, group_size) -> Cluster:
     if isinstance(cluster, Cluster):
         if workers is not None and workers != cluster.workers:
             raise ConfigError(f"workers={workers} disagrees with the cluster's {cluster.workers}")
+        if getattr(cluster, "group_size", 1) != group_size:
+            raise ConfigError(f"the rule works on groups of {group_size} but the cluster has "
+                              f"group_size={cluster.group_size}")
         return cluster
     if cluster is not None:
         raise ConfigError(f"cluster must be an asynclab.cluster.Cluster, got {cluster!r}")
     if not isinstance(compute, ComputeTime):
         compute = ComputeTime(compute)
-    return Cluster(workers=1 if workers is None else workers, compute=compute)
+    groups = {} if group_size == 1 else {"group_size": group_size}
+    return Cluster(workers=1 if workers is None else workers, compute=compute, **groups)
 
 
 def with_start(problem: Problem, start) -> Problem:
@@ -65,12 +82,38 @@ def with_start(problem: Problem, start) -> Problem:
 
 
 def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0):
-    """The trace a cluster produces for a rule: commits (asynchronous) or rounds."""
+    """The trace a cluster produces for a rule: commits (asynchronous) or rounds.
+
+    Post-local SGD's warm-up rounds take one local step each, so they are scheduled
+    with λ = 1 and the rest with λ = H; the two parts are joined in time.
+    """
+    warmup = rule.hyperparameters.get("warmup_rounds", 0) if rule.synchronous else 0
+    if warmup:
+        return _warm_then_local(cluster, rule.local_steps, warmup, commits, horizon, rng)
     if rule.synchronous:
         return simulate_sync(cluster, local_steps=rule.local_steps, rounds=commits,
                              horizon=horizon, rng=rng)
     return simulate_async(cluster, local_steps=rule.local_steps, commits=commits,
                           horizon=horizon, rng=rng)
+
+
+def _warm_then_local(cluster, local_steps, warmup, commits, horizon, rng):
+    seeds = np.random.SeedSequence(rng if isinstance(rng, int) else 0).spawn(2)
+    first = simulate_sync(cluster, local_steps=1, rng=np.random.default_rng(seeds[0]),
+                          rounds=warmup if commits is None else min(warmup, commits),
+                          horizon=horizon)
+    elapsed = float(first.time[-1]) if first.n_events else 0.0
+    parts = [first]
+    rest = None if commits is None else commits - first.n_events
+    left = None if horizon is None else horizon - elapsed
+    full_warmup = first.n_events == warmup
+    if full_warmup and (rest is None or rest > 0) and (left is None or left > 0):
+        second = simulate_sync(cluster, local_steps=local_steps, rounds=rest, horizon=left,
+                               rng=np.random.default_rng(seeds[1]))
+        parts.append(second._replace(time=second.time + elapsed))
+    return RoundTrace(time=np.concatenate([p.time for p in parts]),
+                      duration=np.concatenate([p.duration for p in parts]),
+                      n_workers=cluster.workers, local_steps=local_steps)
 
 
 def run(
@@ -132,8 +175,12 @@ def run(
     problem = get_problem(problem, **(problem_options or {}))
     if start is not None:
         problem = with_start(problem, start)
-    rule = _rule_from(rule, learning_rate, local_steps, hyperparameters)
-    cluster = _cluster_from(cluster, workers, compute)
+    group_size = (hyperparameters.get("group_size", 1) if isinstance(rule, str)
+                  else rule.hyperparameters.get("group_size", 1))
+    if int(group_size) != group_size or group_size < 1:
+        raise ConfigError(f"group_size must be an integer >= 1, got {group_size!r}")
+    cluster = _cluster_from(cluster, workers, compute, int(group_size))
+    rule = _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster)
     if rule.name == "sequential_sgd" and cluster.workers != 1:
         raise ConfigError(f"sequential_sgd runs one worker, got workers={cluster.workers}")
     if (commits is None) == (horizon is None):

@@ -53,11 +53,14 @@ class ServerState(NamedTuple):
     Attributes:
       center: the central variable θ̃.
       clock: number of commits (or rounds) applied.
-      extra: rule-specific state (an outer optimizer's state, a momentum buffer), or ().
+      outer_state: the state of the server's outer optimizer (server momentum, DiLoCo's
+        Nesterov), or () when the server adds updates as they come.
+      extra: state of the rule's server-side scaling (gap-aware's EMA of g²), or ().
     """
 
     center: Params
     clock: Array
+    outer_state: Any = ()
     extra: Any = ()
 
 
@@ -136,6 +139,7 @@ class SynchronousRule(NamedTuple):
 Rule = AsynchronousRule | SynchronousRule
 
 
-def server_at(center: Params, extra: Any = ()) -> ServerState:
+def server_at(center: Params, outer_state: Any = (), extra: Any = ()) -> ServerState:
     """A server holding ``center`` with its clock at zero."""
-    return ServerState(center=center, clock=jnp.zeros((), jnp.int32), extra=extra)
+    return ServerState(center=center, clock=jnp.zeros((), jnp.int32), outer_state=outer_state,
+                       extra=extra)

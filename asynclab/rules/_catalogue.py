@@ -1,113 +1,394 @@
-"""The update rules, each a composition of the parts in ``_parts.py``."""
+"""The update rules, each a few lines that combine the parts in ``_parts.py``.
+
+Every rule takes the worker learning rate η and (where it has local work) the window λ,
+plus ``worker_momentum`` (an optax momentum on each worker whose buffer survives pulls)
+and ``server_momentum`` (heavy ball on the sequence of central updates; negative values
+compensate the implicit momentum of asynchrony). Formulas: ``ALGORITHMS.md``.
+"""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
 import optax
 
-from ._base import AsynchronousRule, SynchronousRule, server_at
+from .._errors import ConfigError
+from ._base import AXIS, AsynchronousRule, SynchronousRule
 from ._parts import (
     accumulated_step,
     add,
     asynchronous,
     average_params,
     check_count,
+    check_flag,
+    check_fraction,
+    check_momentum,
+    check_nonnegative,
     check_positive,
+    delay_compensated,
+    distance_scaled,
+    elastic_average,
+    elastic_center,
+    elastic_pull,
+    gap_scaled,
+    group_local_work,
     keep_params,
     local_work,
+    normalised_step,
     parameters,
     replace,
     reset_to_center,
-    start_at_own,
-    synchronize_of,
+    server_momentum,
+    staleness_scaled,
+    start_at_center,
+    synchronous,
+    worker_sgd,
 )
 
 
-def sequential_sgd(learning_rate: float, local_steps: int = 1) -> AsynchronousRule:
+class _Common(NamedTuple):
+    learning_rate: float
+    local_steps: int
+    inner: optax.GradientTransformation
+    outer: optax.GradientTransformation | None
+    hyperparameters: dict
+
+
+def _common(name, learning_rate, local_steps, worker_momentum=0.0, server_momentum_=0.0,
+            nesterov=False) -> _Common:
+    learning_rate = check_positive(name, "learning_rate", learning_rate)
+    local_steps = check_count(name, "local_steps", local_steps)
+    worker_momentum = check_momentum(name, "worker_momentum", worker_momentum)
+    server_momentum_ = check_momentum(name, "server_momentum", server_momentum_)
+    return _Common(
+        learning_rate, local_steps, worker_sgd(learning_rate, worker_momentum, nesterov),
+        server_momentum(server_momentum_),
+        {"learning_rate": learning_rate, "local_steps": local_steps,
+         "worker_momentum": worker_momentum, "server_momentum": server_momentum_},
+    )
+
+
+def _reset_rule(name, c: _Common, commit, apply, init_extra=None, **extra_hp):
+    """Commit, apply, reset to the centre: the DOWNPOUR family."""
+    return asynchronous(name, inner=c.inner, local_steps=c.local_steps, commit=commit,
+                        apply=apply, pull=reset_to_center, outer=c.outer,
+                        init_extra=init_extra, hyperparameters={**c.hyperparameters, **extra_hp})
+
+
+# ============================================================================ asynchronous
+
+
+def sequential_sgd(learning_rate: float, local_steps: int = 1,
+                   worker_momentum: float = 0.0) -> AsynchronousRule:
     """Sequential SGD, the reference: one worker, θ ← θ − η g, no server arithmetic.
 
     Run it on a one-worker cluster; each event of its trace is ``local_steps`` SGD steps,
     after which the recorded centre is the worker's parameters.
     """
-    learning_rate = check_positive("sequential_sgd", "learning_rate", learning_rate)
-    local_steps = check_count("sequential_sgd", "local_steps", local_steps)
-    return asynchronous(
-        "sequential_sgd",
-        inner=optax.sgd(learning_rate),
-        local_steps=local_steps,
-        commit=parameters,
-        apply=replace,
-        pull=keep_params,
-        hyperparameters={"learning_rate": learning_rate, "local_steps": local_steps},
-    )
+    c = _common("sequential_sgd", learning_rate, local_steps, worker_momentum)
+    hp = {k: v for k, v in c.hyperparameters.items() if k != "server_momentum"}
+    return asynchronous("sequential_sgd", inner=c.inner, local_steps=c.local_steps,
+                        commit=parameters, apply=replace, pull=keep_params, hyperparameters=hp)
 
 
-def downpour(learning_rate: float, local_steps: int = 1) -> AsynchronousRule:
-    """DOWNPOUR (Dean et al. 2012): commit the accumulated step, add it, reset.
-
-    .. math:: Δ = θ^k − θ̃_{pull},\\quad θ̃ ← θ̃ + Δ,\\quad θ^k ← θ̃
+def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
+             server_momentum: float = 0.0) -> AsynchronousRule:
+    """DOWNPOUR (Dean et al. 2012): Δ = a; θ̃ ← θ̃ + Δ; θᵏ ← θ̃.
 
     With ``local_steps = 1`` this is plain asynchronous SGD.
-
-    Args:
-      learning_rate: η of the workers' SGD.
-      local_steps: λ, local steps between two exchanges (the communication window).
 
     References:
       Dean et al., "Large Scale Distributed Deep Networks", NIPS 2012.
     """
-    learning_rate = check_positive("downpour", "learning_rate", learning_rate)
-    local_steps = check_count("downpour", "local_steps", local_steps)
-    return asynchronous(
-        "downpour",
-        inner=optax.sgd(learning_rate),
-        local_steps=local_steps,
-        commit=accumulated_step,
-        apply=add,
-        pull=reset_to_center,
-        hyperparameters={"learning_rate": learning_rate, "local_steps": local_steps},
+    c = _common("downpour", learning_rate, local_steps, worker_momentum, server_momentum)
+    return _reset_rule("downpour", c, accumulated_step, add)
+
+
+def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
+           server_momentum: float = 0.0) -> AsynchronousRule:
+    """DynSGD (Jiang et al. 2017): Δ = a; θ̃ ← θ̃ + Δ / (τ + 1); θᵏ ← θ̃."""
+    c = _common("dynsgd", learning_rate, local_steps, worker_momentum, server_momentum)
+    return _reset_rule("dynsgd", c, accumulated_step, staleness_scaled(lambda t: 1.0 / (t + 1.0)))
+
+
+def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
+        server_momentum: float = 0.0) -> AsynchronousRule:
+    """AGN, accumulated gradient normalisation (Hermans 2017): Δ = a / λ; θ̃ ← θ̃ + Δ.
+
+    With λ = 1 it is DOWNPOUR. The thesis's heuristic: λ ≈ (n + number of layers) / 2.
+    """
+    c = _common("agn", learning_rate, local_steps, worker_momentum, server_momentum)
+    return _reset_rule("agn", c, normalised_step(c.local_steps), add)
+
+
+def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: bool = False,
+         worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
+    """ADAG (Hermans 2017, ch. 4): AGN's Δ = a / λ scaled per weight by the distance
+    the centre moved since the worker pulled: θ̃ ← θ̃ + Δ ⊙ 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1).
+
+    Args:
+      gamma: γ > 0; γ → ∞ recovers AGN. The thesis used 1e-4.
+      norm: use the scalar ‖θ̃ − θ̃_pull‖² instead of the element-wise square.
+    """
+    c = _common("adag", learning_rate, local_steps, worker_momentum, server_momentum)
+    gamma = check_positive("adag", "gamma", gamma)
+    norm = check_flag("adag", "norm", norm)
+    return _reset_rule("adag", c, normalised_step(c.local_steps), distance_scaled(gamma, norm),
+                       gamma=gamma, norm=norm)
+
+
+def staleness_aware(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
+                    server_momentum: float = 0.0) -> AsynchronousRule:
+    """Staleness-aware SGD (Zhang, Gupta, Lian, Liu 2016): step η/τ (η when τ = 0)."""
+    c = _common("staleness_aware", learning_rate, local_steps, worker_momentum, server_momentum)
+    return _reset_rule("staleness_aware", c, accumulated_step,
+                       staleness_scaled(lambda t: 1.0 / jnp.maximum(t, 1.0)))
+
+
+def delay_adaptive(learning_rate: float, workers: int, local_steps: int = 1,
+                   worker_momentum: float = 0.0,
+                   server_momentum: float = 0.0) -> AsynchronousRule:
+    """Delay-adaptive step (Mishchenko et al. 2022): η_k = η · n / max(n, τ_k).
+
+    Args:
+      workers: n, the number of workers (``asynclab.run`` fills it in from the cluster).
+    """
+    c = _common("delay_adaptive", learning_rate, local_steps, worker_momentum, server_momentum)
+    n = float(check_count("delay_adaptive", "workers", workers))
+    return _reset_rule("delay_adaptive", c, accumulated_step,
+                       staleness_scaled(lambda t: n / jnp.maximum(n, t)), workers=int(n))
+
+
+def dc_asgd(learning_rate: float, local_steps: int = 1, kappa: float = 0.04,
+            worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
+    """DC-ASGD (Zheng et al. 2017): g ← g + κ g ⊙ g ⊙ (θ̃ − θ̃_pull). MXNet's κ = 0.04."""
+    c = _common("dc_asgd", learning_rate, local_steps, worker_momentum, server_momentum)
+    kappa = check_nonnegative("dc_asgd", "kappa", kappa)
+    return _reset_rule("dc_asgd", c, accumulated_step,
+                       delay_compensated(kappa, c.learning_rate, c.local_steps), kappa=kappa)
+
+
+def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
+              worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
+    """Gap-aware (Barkai, Hakimi, Schuster 2020): Δ ← Δ / G,
+    G = 1 + |θ̃ − θ̃_pull| / C, C = η (√v̂ + ε), v an EMA (``decay``) of g²."""
+    c = _common("gap_aware", learning_rate, local_steps, worker_momentum, server_momentum)
+    decay = check_fraction("gap_aware", "decay", decay)
+    init, apply = gap_scaled(c.learning_rate, c.local_steps, decay)
+    return _reset_rule("gap_aware", c, accumulated_step, apply, init_extra=init, decay=decay)
+
+
+def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
+           worker_momentum: float = 0.0) -> AsynchronousRule:
+    """Asynchronous EASGD (Zhang, Choromanska, LeCun 2015).
+
+    Every λ local steps the worker reads θ̃, E = α (θᵏ − θ̃) with α = ηρ; θᵏ ← θᵏ − E and
+    θ̃ ← θ̃ + E. The worker does not reset. dist-keras defaults: ρ = 5, η = 0.01, λ = 32.
+    """
+    c = _common("aeasgd", learning_rate, local_steps, worker_momentum)
+    return _elastic("aeasgd", c, elasticity)
+
+
+def eamsgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
+           momentum: float = 0.99) -> AsynchronousRule:
+    """EAMSGD: asynchronous EASGD with a Nesterov-momentum inner optimizer (momentum δ).
+
+    With momentum 0 it is asynchronous EASGD.
+    """
+    c = _common("eamsgd", learning_rate, local_steps, check_momentum("eamsgd", "momentum",
+                                                                      momentum), nesterov=True)
+    rule = _elastic("eamsgd", c, elasticity)
+    hp = {k: v for k, v in rule.hyperparameters.items() if k != "worker_momentum"}
+    return rule._replace(hyperparameters={**hp, "momentum": c.hyperparameters["worker_momentum"]})
+
+
+def _elastic(name, c: _Common, elasticity):
+    elasticity = check_positive(name, "elasticity", elasticity)
+    alpha = c.learning_rate * elasticity
+    hp = {k: v for k, v in c.hyperparameters.items() if k != "server_momentum"}
+    return asynchronous(name, inner=c.inner, local_steps=c.local_steps, commit=parameters,
+                        apply=elastic_center(alpha), pull=elastic_pull(alpha),
+                        hyperparameters={**hp, "elasticity": elasticity})
+
+
+def mixed(learning_rate: float, local_steps: int = 1, group_size: int = 2,
+          between: str = "downpour", worker_momentum: float = 0.0,
+          server_momentum: float = 0.0) -> AsynchronousRule:
+    """Mixed (hybrid): synchronous inside groups of ``group_size`` workers (model
+    averaging over the group after λ local steps), asynchronous between groups with the
+    rule ``between`` (any asynchronous rule of the reset family: downpour, agn, dynsgd,
+    adag, staleness_aware, dc_asgd, gap_aware).
+
+    Each group is one worker to the server; the cluster must have the same ``group_size``.
+    """
+    group_size = check_count("mixed", "group_size", group_size)
+    allowed = ("downpour", "agn", "dynsgd", "adag", "staleness_aware", "dc_asgd", "gap_aware")
+    if between not in allowed:
+        raise ConfigError(f"mixed: between must be one of {', '.join(allowed)}, got {between!r}")
+    base = _REGISTRY_BETWEEN[between](learning_rate, local_steps,
+                                      worker_momentum=worker_momentum,
+                                      server_momentum=server_momentum)
+    inner = worker_sgd(base.hyperparameters["learning_rate"],
+                       base.hyperparameters["worker_momentum"])
+    return base._replace(
+        name="mixed",
+        init_worker=start_at_center(inner, copies=group_size),
+        local=group_local_work(inner, base.local_steps, group_size),
+        hyperparameters={**base.hyperparameters, "group_size": group_size, "between": between},
     )
 
 
-def model_averaging(learning_rate: float, local_steps: int = 1) -> SynchronousRule:
+_REGISTRY_BETWEEN = {"downpour": downpour, "agn": agn, "dynsgd": dynsgd, "adag": adag,
+                     "staleness_aware": staleness_aware, "dc_asgd": dc_asgd,
+                     "gap_aware": gap_aware}
+
+
+# ============================================================================ synchronous
+
+
+def model_averaging(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
+                    server_momentum: float = 0.0) -> SynchronousRule:
     """Model averaging: λ local SGD steps on every worker, then θ̃ ← mean_k θᵏ.
 
     Workers start from their own initial parameters (identical, or random per worker in
     the random-initialisation study) and take the averaged centre after every round.
 
-    Args:
-      learning_rate: η of the workers' SGD.
-      local_steps: λ, local steps per round.
-
     References:
       Zinkevich et al., "Parallelized Stochastic Gradient Descent", NIPS 2010;
       Hermans 2017, ch. 2.
     """
-    learning_rate = check_positive("model_averaging", "learning_rate", learning_rate)
-    local_steps = check_count("model_averaging", "local_steps", local_steps)
-    return _averaging("model_averaging", learning_rate, local_steps)
+    c = _common("model_averaging", learning_rate, local_steps, worker_momentum, server_momentum)
+    return synchronous("model_averaging", inner=c.inner, local_steps=c.local_steps,
+                       aggregate=average_params, pull=reset_to_center, outer=c.outer,
+                       hyperparameters=c.hyperparameters)
 
 
-def synchronous_sgd(learning_rate: float) -> SynchronousRule:
+def synchronous_sgd(learning_rate: float, server_momentum: float = 0.0) -> SynchronousRule:
     """Synchronous mini-batch SGD: θ̃ ← θ̃ − η · mean_k gᵏ, all workers take θ̃.
 
     Every worker takes one SGD step from the centre and the server averages the results:
     mean_k (θ̃ − η gᵏ) = θ̃ − η mean_k gᵏ, one SGD step with an n× larger batch. It is
-    model averaging with λ = 1 from identical starts, and is built from the same parts.
+    model averaging with λ = 1, built from the same parts.
     """
-    learning_rate = check_positive("synchronous_sgd", "learning_rate", learning_rate)
-    return _averaging("synchronous_sgd", learning_rate, 1, local_steps_is_parameter=False)
+    c = _common("synchronous_sgd", learning_rate, 1, 0.0, server_momentum)
+    hp = {"learning_rate": c.learning_rate,
+          "server_momentum": c.hyperparameters["server_momentum"]}
+    return synchronous("synchronous_sgd", inner=c.inner, local_steps=1, aggregate=average_params,
+                       pull=reset_to_center, outer=c.outer, hyperparameters=hp)
 
 
-def _averaging(name, learning_rate, local_steps, local_steps_is_parameter=True):
-    inner = optax.sgd(learning_rate)
-    hyperparameters = {"learning_rate": learning_rate}
-    if local_steps_is_parameter:
-        hyperparameters["local_steps"] = local_steps
-    return SynchronousRule(
-        name=name,
-        init_server=server_at,
-        init_worker=start_at_own(inner),
-        local=local_work(inner, local_steps),
-        synchronize=synchronize_of(average_params, reset_to_center),
-        hyperparameters=hyperparameters,
-    )
+def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float = 0.0,
+              server_momentum: float = 0.0) -> SynchronousRule:
+    """Local SGD (Stich 2018): model averaging every H = ``local_steps`` steps."""
+    c = _common("local_sgd", learning_rate, local_steps, worker_momentum, server_momentum)
+    return synchronous("local_sgd", inner=c.inner, local_steps=c.local_steps,
+                       aggregate=average_params, pull=reset_to_center, outer=c.outer,
+                       hyperparameters=c.hyperparameters)
+
+
+def post_local_sgd(learning_rate: float, local_steps: int = 8, warmup_rounds: int = 10,
+                   worker_momentum: float = 0.0,
+                   server_momentum: float = 0.0) -> SynchronousRule:
+    """Post-local SGD (Lin et al. 2018): H = 1 for ``warmup_rounds`` rounds, then H = λ.
+
+    The simulator schedules the warm-up rounds with one local step each.
+    """
+    c = _common("post_local_sgd", learning_rate, local_steps, worker_momentum, server_momentum)
+    warmup = check_count("post_local_sgd", "warmup_rounds", warmup_rounds, minimum=0)
+    h = c.local_steps
+
+    def active_steps(worker):
+        return jnp.where(worker.pulled_clock < warmup, 1, h)
+
+    return synchronous("post_local_sgd", inner=c.inner, local_steps=h,
+                       aggregate=average_params, pull=reset_to_center, outer=c.outer,
+                       local=local_work(c.inner, h, active_steps=active_steps),
+                       hyperparameters={**c.hyperparameters, "warmup_rounds": warmup})
+
+
+def easgd(learning_rate: float, local_steps: int = 1, elasticity: float = 1.0,
+          early_stop: bool = False, worker_momentum: float = 0.0) -> SynchronousRule:
+    """Synchronous EASGD (Zhang, Choromanska, LeCun 2015), α = ηρ, β = nα.
+
+    After λ local steps: θᵏ ← θᵏ − α (θᵏ − θ̃) and θ̃ ← θ̃ + α Σ_k (θᵏ − θ̃), both from the
+    values before the exchange. (The paper's Algorithm 1 moves the worker elastically
+    before its first local step of a period and evaluates that step's gradient at the
+    pre-elastic point; here the elastic terms close the period. For λ = 1 they differ
+    only in whether the gradient sees the elastic move of the same round.)
+
+    Args:
+      elasticity: ρ > 0.
+      early_stop: the thesis's equilibrium test: stop the local work of a round once
+        ‖η g‖ − ‖α (θᵏ − θ̃)‖ < η (the workers would only fight the elastic force).
+    """
+    c = _common("easgd", learning_rate, local_steps, worker_momentum)
+    elasticity = check_positive("easgd", "elasticity", elasticity)
+    early_stop = check_flag("easgd", "early_stop", early_stop)
+    alpha = c.learning_rate * elasticity
+    lr = c.learning_rate
+
+    def at_equilibrium(grads, params, worker):
+        step = lr * jnp.sqrt(sum(jnp.sum(g * g) for g in _leaves(grads)))
+        pull = alpha * jnp.sqrt(sum(jnp.sum((p - q) ** 2) for p, q in
+                                    zip(_leaves(params), _leaves(worker.pulled_center),
+                                        strict=True)))
+        return step - pull < lr
+
+    local = local_work(c.inner, c.local_steps, stop=at_equilibrium if early_stop else None)
+    hp = {k: v for k, v in c.hyperparameters.items() if k != "server_momentum"}
+    return synchronous("easgd", inner=c.inner, local_steps=c.local_steps,
+                       aggregate=_elastic_sync(alpha), pull=elastic_pull(alpha), local=local,
+                       hyperparameters={**hp, "elasticity": elasticity, "early_stop": early_stop})
+
+
+def _elastic_sync(alpha):
+    """β = nα depends on n, known only under the named axis: read it from psum(1)."""
+
+    def aggregate(server, worker):
+        n = jax.lax.psum(1, AXIS)
+        return elastic_average(alpha * n)(server, worker)
+
+    return aggregate
+
+
+def _leaves(tree):
+    return jax.tree.leaves(tree)
+
+
+def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "adamw",
+           weight_decay: float = 0.0, outer_learning_rate: float = 0.7,
+           outer_momentum: float = 0.9, nesterov: bool = True) -> SynchronousRule:
+    """DiLoCo (Douillard et al. 2023): H inner AdamW steps per replica; the outer
+    gradient θ̃ − mean_k θᵏ goes through SGD with Nesterov momentum (lr 0.7, 0.9);
+    replicas reset to θ̃ and keep their inner optimizer state.
+
+    With outer lr 1 and no momentum it is model averaging; with H = 1 and an SGD inner
+    optimizer, synchronous SGD.
+
+    Args:
+      inner: "adamw" or "sgd".
+    """
+    name = "diloco"
+    learning_rate = check_positive(name, "learning_rate", learning_rate)
+    local_steps = check_count(name, "local_steps", local_steps)
+    weight_decay = check_nonnegative(name, "weight_decay", weight_decay)
+    outer_learning_rate = check_positive(name, "outer_learning_rate", outer_learning_rate)
+    outer_momentum = check_momentum(name, "outer_momentum", outer_momentum)
+    nesterov = check_flag(name, "nesterov", nesterov)
+    if inner == "adamw":
+        inner_opt = optax.adamw(learning_rate, weight_decay=weight_decay)
+    elif inner == "sgd":
+        if weight_decay:
+            raise ConfigError("diloco: weight_decay needs inner='adamw'")
+        inner_opt = optax.sgd(learning_rate)
+    else:
+        raise ConfigError(f"diloco: inner must be 'adamw' or 'sgd', got {inner!r}")
+    outer = optax.sgd(outer_learning_rate, momentum=outer_momentum or None,
+                      nesterov=nesterov and bool(outer_momentum))
+    hp = {"learning_rate": learning_rate, "local_steps": local_steps, "inner": inner,
+          "weight_decay": weight_decay, "outer_learning_rate": outer_learning_rate,
+          "outer_momentum": outer_momentum, "nesterov": nesterov}
+    return synchronous(name, inner=inner_opt, local_steps=local_steps, aggregate=average_params,
+                       pull=reset_to_center, outer=outer, hyperparameters=hp)

@@ -1,13 +1,15 @@
-"""The parts rules are made of: local work, commit, server apply, pull.
+"""The parts rules are made of: local work, commit, server apply, outer step, pull.
 
 A rule is a composition of these (see ``_catalogue.py``); two rules that share a part
-call the same function.
+call the same function. Formulas follow ``ALGORITHMS.md``: a worker's accumulated step
+is ``a = θᵏ − θ̃_pull``, its staleness ``τ = c − c_pull``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,60 +23,187 @@ from ._base import (
     GradientFn,
     Params,
     ServerState,
+    SynchronousRule,
     WorkerState,
     server_at,
 )
 
+_ONE = 1.0
+
 # ----------------------------------------------------------------------------- checks
 
 
-def check_positive(rule: str, name: str, value) -> float:
-    """``value`` as a float, or a ConfigError naming the rule and the parameter."""
+def _number(rule: str, name: str, value) -> float:
+    if isinstance(value, bool):
+        raise ConfigError(f"{rule}: {name} must be a number, got {value!r}")
     try:
         value = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"{rule}: {name} must be a number, got {value!r}") from None
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value):
+        raise ConfigError(f"{rule}: {name} must be finite, got {value}")
+    return value
+
+
+def check_positive(rule: str, name: str, value) -> float:
+    """``value`` as a float > 0, or a ConfigError naming the rule and the parameter."""
+    value = _number(rule, name, value)
+    if value <= 0:
         raise ConfigError(f"{rule}: {name} must be a finite number > 0, got {value}")
     return value
 
 
-def check_count(rule: str, name: str, value) -> int:
-    """``value`` as an int >= 1, or a ConfigError naming the rule and the parameter."""
+def check_nonnegative(rule: str, name: str, value) -> float:
+    """``value`` as a float >= 0, or a ConfigError naming the rule and the parameter."""
+    value = _number(rule, name, value)
+    if value < 0:
+        raise ConfigError(f"{rule}: {name} must be a finite number >= 0, got {value}")
+    return value
+
+
+def check_momentum(rule: str, name: str, value) -> float:
+    """A momentum in (−1, 1): negative values compensate the implicit momentum."""
+    value = _number(rule, name, value)
+    if not -1.0 < value < 1.0:
+        raise ConfigError(f"{rule}: {name} must lie in (-1, 1), got {value}")
+    return value
+
+
+def check_fraction(rule: str, name: str, value) -> float:
+    """A number in (0, 1)."""
+    value = _number(rule, name, value)
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"{rule}: {name} must lie in (0, 1), got {value}")
+    return value
+
+
+def check_count(rule: str, name: str, value, minimum: int = 1) -> int:
+    """``value`` as an int >= minimum, or a ConfigError naming the rule and the parameter."""
     try:
         as_int = int(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{rule}: {name} must be an integer >= 1, got {value!r}") from None
-    if as_int != value or as_int < 1:
-        raise ConfigError(f"{rule}: {name} must be an integer >= 1, got {value!r}")
+        raise ConfigError(
+            f"{rule}: {name} must be an integer >= {minimum}, got {value!r}") from None
+    if isinstance(value, bool) or as_int != value or as_int < minimum:
+        raise ConfigError(f"{rule}: {name} must be an integer >= {minimum}, got {value!r}")
     return as_int
+
+
+def check_flag(rule: str, name: str, value) -> bool:
+    if not isinstance(value, bool | int) or value not in (0, 1, True, False):
+        raise ConfigError(f"{rule}: {name} must be true or false, got {value!r}")
+    return bool(value)
+
+
+# ----------------------------------------------------------------------------- optimizers
+
+
+def worker_sgd(learning_rate: float, momentum: float = 0.0,
+               nesterov: bool = False) -> optax.GradientTransformation:
+    """The inner optimizer: optax SGD, with per-worker momentum whose buffer survives pulls."""
+    return optax.sgd(learning_rate, momentum=momentum or None, nesterov=nesterov)
+
+
+def server_momentum(momentum: float) -> optax.GradientTransformation | None:
+    """Heavy ball at the server on the sequence of central updates (Mitliagkas et al.).
+
+    θ̃_{t+1} = θ̃_t + Δ + μ (θ̃_t − θ̃_{t−1}): optax SGD with learning rate 1 and momentum μ
+    applied to the "outer gradient" −Δ. None for μ = 0 (plain addition).
+    """
+    return optax.sgd(1.0, momentum=momentum) if momentum else None
 
 
 # ----------------------------------------------------------------------------- local work
 
+ActiveSteps = Callable[[WorkerState], jax.Array]
+StopTest = Callable[[Params, Params, WorkerState], jax.Array]
 
-def local_work(inner: optax.GradientTransformation, local_steps: int):
+
+def local_work(inner: optax.GradientTransformation, local_steps: int, *,
+               active_steps: ActiveSteps | None = None, stop: StopTest | None = None):
     """λ steps of the inner optimizer from the worker's current parameters.
 
     Step ``s`` of worker ``k`` draws its batch and noise from ``(k, s)`` alone
     (``fold_in(key, s)``), so the numbers do not depend on the order in which an
     executor visits the workers.
+
+    Args:
+      inner: the optax inner optimizer.
+      local_steps: λ, the number of steps (the scan length).
+      active_steps: optional ``worker -> h``: only the first h of the λ steps are taken
+        this time (post-local SGD's warm-up).
+      stop: optional ``(grads, params, worker) -> bool``: once true, the remaining steps
+        of this exchange are skipped (EASGD's equilibrium test); the step that finds it
+        true is not taken.
     """
 
     def local(worker: WorkerState, gradient: GradientFn, key, worker_id) -> WorkerState:
-        def step(carry, i):
-            params, inner_state = carry
-            index = worker.steps + i
-            grads = gradient(params, jax.random.fold_in(key, index), worker_id, index)
-            updates, inner_state = inner.update(grads, inner_state, params)
-            return (optax.apply_updates(params, updates), inner_state), None
+        limit = local_steps if active_steps is None else active_steps(worker)
 
-        (params, inner_state), _ = jax.lax.scan(
-            step, (worker.params, worker.inner_state), jnp.arange(local_steps, dtype=jnp.int32),
-            unroll=min(local_steps, 4),
-        )
+        def step(carry, i):
+            params, inner_state, taken, done = carry
+            index = worker.steps + taken
+            grads = gradient(params, jax.random.fold_in(key, index), worker_id, index)
+            if stop is not None:
+                done = done | stop(grads, params, worker)
+            live = (i < limit) & ~done
+            updates, new_inner = inner.update(grads, inner_state, params)
+            new_params = optax.apply_updates(params, updates)
+            params, inner_state = jax.tree.map(
+                lambda new, old: jnp.where(live, new, old), (new_params, new_inner),
+                (params, inner_state))
+            return (params, inner_state, taken + live.astype(jnp.int32), done), None
+
+        masked = active_steps is not None or stop is not None
+        if not masked:
+            return _plain_local(inner, local_steps, worker, gradient, key, worker_id)
+        init = (worker.params, worker.inner_state, jnp.zeros((), jnp.int32),
+                jnp.zeros((), bool))
+        (params, inner_state, taken, _), _ = jax.lax.scan(
+            step, init, jnp.arange(local_steps, dtype=jnp.int32))
         return worker._replace(params=params, inner_state=inner_state,
-                               steps=worker.steps + local_steps)
+                               steps=worker.steps + taken)
+
+    return local
+
+
+def _plain_local(inner, local_steps, worker, gradient, key, worker_id):
+    def step(carry, i):
+        params, inner_state = carry
+        index = worker.steps + i
+        grads = gradient(params, jax.random.fold_in(key, index), worker_id, index)
+        updates, inner_state = inner.update(grads, inner_state, params)
+        return (optax.apply_updates(params, updates), inner_state), None
+
+    (params, inner_state), _ = jax.lax.scan(
+        step, (worker.params, worker.inner_state), jnp.arange(local_steps, dtype=jnp.int32),
+        unroll=min(local_steps, 4),
+    )
+    return worker._replace(params=params, inner_state=inner_state,
+                           steps=worker.steps + local_steps)
+
+
+def group_local_work(inner: optax.GradientTransformation, local_steps: int, group_size: int):
+    """Local work of a synchronous group: every member does λ steps, the group averages.
+
+    Member ``j`` of group ``g`` is worker ``g·m + j`` for its data and noise. The group's
+    state holds the group's parameters and a stacked inner state, one per member.
+    """
+    member_local = local_work(inner, local_steps)
+
+    def local(group: WorkerState, gradient: GradientFn, key, group_id) -> WorkerState:
+        members = jnp.arange(group_size, dtype=jnp.int32)
+
+        def one(inner_state, j):
+            member = group._replace(inner_state=inner_state)
+            member = member_local(member, gradient, jax.random.fold_in(key, j),
+                                  group_id * group_size + j)
+            return member.params, member.inner_state
+
+        params, inner_states = jax.vmap(one)(group.inner_state, members)
+        mean = jax.tree.map(lambda x: jnp.mean(x, axis=0), params)
+        return group._replace(params=mean, inner_state=inner_states,
+                              steps=group.steps + local_steps)
 
     return local
 
@@ -82,14 +211,20 @@ def local_work(inner: optax.GradientTransformation, local_steps: int):
 # ----------------------------------------------------------------------------- init
 
 
-def start_at_center(inner: optax.GradientTransformation):
-    """Workers begin by pulling the centre (asynchronous rules, synchronous SGD)."""
+def start_at_center(inner: optax.GradientTransformation, copies: int | None = None):
+    """Workers begin by pulling the centre (asynchronous rules).
+
+    With ``copies`` the inner state is stacked that many times (a group's members).
+    """
 
     def init_worker(params: Params, server: ServerState) -> WorkerState:
         del params
+        state = inner.init(server.center)
+        if copies is not None:
+            state = jax.tree.map(lambda x: jnp.broadcast_to(x, (copies,) + x.shape), state)
         return WorkerState(
             params=server.center,
-            inner_state=inner.init(server.center),
+            inner_state=state,
             pulled_center=server.center,
             pulled_clock=server.clock,
             steps=jnp.zeros((), jnp.int32),
@@ -99,7 +234,7 @@ def start_at_center(inner: optax.GradientTransformation):
 
 
 def start_at_own(inner: optax.GradientTransformation):
-    """Workers begin at their own parameters (model averaging with random starts)."""
+    """Workers begin at their own parameters (synchronous rules; random starts)."""
 
     def init_worker(params: Params, server: ServerState) -> WorkerState:
         return WorkerState(
@@ -114,6 +249,7 @@ def start_at_own(inner: optax.GradientTransformation):
 
 
 # ----------------------------------------------------------------------------- commits
+# What a worker sends: Commit = worker -> Δ
 
 
 def accumulated_step(worker: WorkerState) -> Params:
@@ -121,47 +257,238 @@ def accumulated_step(worker: WorkerState) -> Params:
     return jax.tree.map(jnp.subtract, worker.params, worker.pulled_center)
 
 
+def normalised_step(local_steps: int):
+    """Δ = a / λ, the accumulated step normalised by the window (AGN, ADAG)."""
+
+    def commit(worker: WorkerState) -> Params:
+        return jax.tree.map(lambda d: d / local_steps, accumulated_step(worker))
+
+    return commit
+
+
+def parameters(worker: WorkerState) -> Params:
+    """Δ = θᵏ: the worker sends its parameters (sequential SGD, elastic rules)."""
+    return worker.params
+
+
 # ----------------------------------------------------------------------------- server apply
+# How the server uses it: Apply = (server, Δ, worker, τ) -> (proposed centre, scale, extra)
 
 
-def add(server: ServerState, delta: Params, worker: WorkerState, staleness):
-    """θ̃ ← θ̃ + Δ. Returns the new centre and the scale applied (1)."""
+def _scaled_add(center, delta, scale):
+    """θ̃ + scale·Δ in the parameters' own dtype."""
+    return jax.tree.map(lambda c, d: c + jnp.asarray(scale, c.dtype) * d, center, delta)
+
+
+def add(server: ServerState, delta, worker, staleness):
+    """θ̃ ← θ̃ + Δ."""
     del worker, staleness
-    center = jax.tree.map(jnp.add, server.center, delta)
-    return center, jnp.ones((), jnp.float32)
+    return jax.tree.map(jnp.add, server.center, delta), jnp.float32(_ONE), server.extra
+
+
+def replace(server: ServerState, params, worker, staleness):
+    """θ̃ ← what was committed."""
+    del worker, staleness
+    return params, jnp.float32(_ONE), server.extra
+
+
+def staleness_scaled(factor: Callable[[jax.Array], jax.Array]):
+    """θ̃ ← θ̃ + factor(τ) · Δ (DynSGD, staleness-aware SGD, delay-adaptive steps)."""
+
+    def apply(server: ServerState, delta, worker, staleness):
+        del worker
+        scale = factor(staleness.astype(jnp.float32))
+        return _scaled_add(server.center, delta, scale), scale, server.extra
+
+    return apply
+
+
+def distance_scaled(gamma: float, norm: bool = False):
+    """ADAG: θ̃ ← θ̃ + Δ ⊙ 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1), element-wise or with ‖θ̃ − θ̃_pull‖²."""
+
+    def apply(server: ServerState, delta, worker, staleness):
+        del staleness
+        gap = jax.tree.map(jnp.subtract, server.center, worker.pulled_center)
+        if norm:
+            squared = sum(jnp.sum(g * g) for g in jax.tree.leaves(gap))
+            scale = 1.0 / (squared / gamma + 1.0)
+            return _scaled_add(server.center, delta, scale), scale, server.extra
+        scales = jax.tree.map(lambda g: 1.0 / (g * g / gamma + 1.0), gap)
+        center = jax.tree.map(lambda c, d, s: c + d * s, server.center, delta, scales)
+        mean_scale = jnp.mean(jnp.concatenate([jnp.ravel(s) for s in jax.tree.leaves(scales)]))
+        return center, mean_scale, server.extra
+
+    return apply
+
+
+def delay_compensated(kappa: float, learning_rate: float, local_steps: int):
+    """DC-ASGD: g ← g + κ g ⊙ g ⊙ (θ̃ − θ̃_pull), with g = −a / (η λ) the mean step gradient.
+
+    With λ = 1 this is Zheng et al.'s compensation of the worker's gradient; for λ > 1 it
+    compensates the window's mean gradient and applies it λ times (Δ = −ηλ g).
+    """
+
+    def apply(server: ServerState, delta, worker, staleness):
+        del staleness
+        scale = learning_rate * local_steps
+
+        def leaf(c, d, p):
+            g = -d / scale
+            return c - scale * (g + kappa * g * g * (c - p))
+
+        center = jax.tree.map(leaf, server.center, delta, worker.pulled_center)
+        return center, jnp.float32(_ONE), server.extra
+
+    return apply
+
+
+class GapState(NamedTuple):
+    """Gap-aware's server state: EMA of squared gradients and its count."""
+
+    second_moment: Params
+    count: jax.Array
+
+
+def gap_scaled(learning_rate: float, local_steps: int, decay: float = 0.999,
+               eps: float = 1e-8):
+    """Gap-aware: Δ ← Δ / G per element, G = 1 + |θ̃ − θ̃_pull| / C, C = η (√v̂ + ε).
+
+    v is an EMA (``decay``) of g², with g = −Δ / (η λ) the commit's mean gradient, and v̂
+    its bias-corrected value, both updated with the commit before G is computed.
+    """
+
+    def init(center) -> GapState:
+        return GapState(jax.tree.map(jnp.zeros_like, center), jnp.zeros((), jnp.int32))
+
+    def apply(server: ServerState, delta, worker, staleness):
+        del staleness
+        state: GapState = server.extra
+        count = state.count + 1
+        correction = 1.0 - decay ** count.astype(jnp.float32)
+        v = jax.tree.map(lambda m, d: decay * m + (1 - decay) * (d / (learning_rate * local_steps))
+                         ** 2, state.second_moment, delta)
+
+        def leaf(c, d, p, m):
+            threshold = learning_rate * (jnp.sqrt(m / correction) + eps)
+            return c + (d / (1.0 + jnp.abs(c - p) / threshold)).astype(c.dtype)
+
+        center = jax.tree.map(leaf, server.center, delta, worker.pulled_center, v)
+        return center, jnp.float32(_ONE), GapState(v, count)
+
+    return init, apply
+
+
+def elastic_center(alpha: float):
+    """Asynchronous EASGD at the server: θ̃ ← θ̃ + α (θᵏ − θ̃), with Δ = θᵏ."""
+
+    def apply(server: ServerState, params, worker, staleness):
+        del worker, staleness
+        center = jax.tree.map(lambda c, p: c + alpha * (p - c), server.center, params)
+        return center, jnp.float32(alpha), server.extra
+
+    return apply
+
+
+# ----------------------------------------------------------------------------- aggregates
+# Synchronous rules: Aggregate = (server, worker) -> (proposed centre, scale), collectives
+# over the named axis.
+
+
+def average_params(server: ServerState, worker: WorkerState):
+    """θ̃ ← mean_k θᵏ, an all-reduce over the named worker axis."""
+    del server
+    return jax.lax.pmean(worker.params, AXIS), jnp.float32(_ONE)
+
+
+def elastic_average(beta: float):
+    """Synchronous EASGD: θ̃ ← θ̃ + α Σ_k (θᵏ − θ̃) = (1 − β) θ̃ + β mean_k θᵏ, β = nα."""
+
+    def aggregate(server: ServerState, worker: WorkerState):
+        diff = jax.lax.pmean(jax.tree.map(jnp.subtract, worker.params, server.center), AXIS)
+        return _scaled_add(server.center, diff, beta), jnp.float32(beta)
+
+    return aggregate
 
 
 # ----------------------------------------------------------------------------- pulls
+# What the worker takes back: Pull = (old server, new server, worker) -> worker
 
 
-def reset_to_center(server: ServerState, worker: WorkerState) -> WorkerState:
-    """θᵏ ← θ̃: the worker continues from the centre it pulls."""
+def reset_to_center(old: ServerState, server: ServerState, worker: WorkerState) -> WorkerState:
+    """θᵏ ← θ̃: the worker continues from the centre it pulls (its inner state is kept)."""
+    del old
     return worker._replace(params=server.center, pulled_center=server.center,
                            pulled_clock=server.clock)
 
 
-def keep_params(server: ServerState, worker: WorkerState) -> WorkerState:
+def keep_params(old: ServerState, server: ServerState, worker: WorkerState) -> WorkerState:
     """The worker keeps its parameters and only notes the centre it saw."""
+    del old
     return worker._replace(pulled_center=server.center, pulled_clock=server.clock)
+
+
+def elastic_pull(alpha: float):
+    """θᵏ ← θᵏ − α (θᵏ − θ̃), with θ̃ the centre before this exchange's update."""
+
+    def pull(old: ServerState, server: ServerState, worker: WorkerState) -> WorkerState:
+        params = jax.tree.map(lambda p, c: p - alpha * (p - c), worker.params, old.center)
+        return worker._replace(params=params, pulled_center=server.center,
+                               pulled_clock=server.clock)
+
+    return pull
 
 
 # ----------------------------------------------------------------------------- composition
 
 Commit = Callable[[WorkerState], Params]
-Apply = Callable[[ServerState, Params, WorkerState, jax.Array], tuple[Params, jax.Array]]
-Pull = Callable[[ServerState, WorkerState], WorkerState]
+Apply = Callable[[ServerState, Params, WorkerState, jax.Array], tuple[Params, jax.Array, Any]]
+Aggregate = Callable[[ServerState, WorkerState], tuple[Params, jax.Array]]
+Pull = Callable[[ServerState, ServerState, WorkerState], WorkerState]
 
 
-def exchange_of(commit: Commit, apply: Apply, pull: Pull):
-    """One atomic server interaction: commit, apply, advance the clock, pull."""
+def _outer_step(outer, server: ServerState, proposed):
+    """Move the centre to ``proposed``, through the outer optimizer if there is one."""
+    if outer is None:
+        return proposed, server.outer_state
+    outer_gradient = jax.tree.map(jnp.subtract, server.center, proposed)
+    updates, outer_state = outer.update(outer_gradient, server.outer_state, server.center)
+    return optax.apply_updates(server.center, updates), outer_state
+
+
+def exchange_of(commit: Commit, apply: Apply, pull: Pull, outer=None):
+    """One atomic server interaction: commit, apply (through ``outer``), advance, pull."""
 
     def exchange(server: ServerState, worker: WorkerState):
         staleness = server.clock - worker.pulled_clock
-        center, scale = apply(server, commit(worker), worker, staleness)
-        server = server._replace(center=center, clock=server.clock + 1)
-        return server, pull(server, worker), ExchangeInfo(staleness=staleness, scale=scale)
+        proposed, scale, extra = apply(server, commit(worker), worker, staleness)
+        center, outer_state = _outer_step(outer, server, proposed)
+        new = ServerState(center=center, clock=server.clock + 1, outer_state=outer_state,
+                          extra=extra)
+        return new, pull(server, new, worker), ExchangeInfo(staleness=staleness, scale=scale)
 
     return exchange
+
+
+def synchronize_of(aggregate: Aggregate, pull: Pull, outer=None):
+    """One synchronous round's communication: aggregate, outer step, advance, pull."""
+
+    def synchronize(server: ServerState, worker: WorkerState):
+        proposed, scale = aggregate(server, worker)
+        center, outer_state = _outer_step(outer, server, proposed)
+        new = server._replace(center=center, clock=server.clock + 1, outer_state=outer_state)
+        staleness = jnp.zeros((), jnp.int32)
+        return new, pull(server, new, worker), ExchangeInfo(staleness=staleness, scale=scale)
+
+    return synchronize
+
+
+def _server_init(outer, init_extra):
+    def init_server(center) -> ServerState:
+        outer_state = () if outer is None else outer.init(center)
+        extra = () if init_extra is None else init_extra(center)
+        return server_at(center, outer_state, extra)
+
+    return init_server
 
 
 def asynchronous(
@@ -173,45 +500,39 @@ def asynchronous(
     apply: Apply,
     pull: Pull,
     hyperparameters: dict,
+    outer: optax.GradientTransformation | None = None,
+    init_extra: Callable[[Params], Any] | None = None,
+    local=None,
+    init_worker=None,
 ) -> AsynchronousRule:
     """An asynchronous rule from its parts."""
     return AsynchronousRule(
         name=name,
-        init_server=server_at,
-        init_worker=start_at_center(inner),
-        local=local_work(inner, local_steps),
-        exchange=exchange_of(commit, apply, pull),
+        init_server=_server_init(outer, init_extra),
+        init_worker=init_worker or start_at_center(inner),
+        local=local or local_work(inner, local_steps),
+        exchange=exchange_of(commit, apply, pull, outer),
         hyperparameters=hyperparameters,
     )
 
 
-def parameters(worker: WorkerState) -> Params:
-    """Δ = θᵏ: the worker sends its parameters (sequential SGD)."""
-    return worker.params
-
-
-def replace(server: ServerState, params: Params, worker: WorkerState, staleness):
-    """θ̃ ← what was committed."""
-    del server, worker, staleness
-    return params, jnp.ones((), jnp.float32)
-
-
-def average_params(server: ServerState, worker: WorkerState):
-    """θ̃ ← mean_k θᵏ, an all-reduce over the named worker axis."""
-    del server
-    return jax.lax.pmean(worker.params, AXIS), jnp.ones((), jnp.float32)
-
-
-Aggregate = Callable[[ServerState, WorkerState], tuple[Params, jax.Array]]
-
-
-def synchronize_of(aggregate: Aggregate, pull: Pull):
-    """One synchronous round's communication: aggregate over workers, advance, pull."""
-
-    def synchronize(server: ServerState, worker: WorkerState):
-        center, scale = aggregate(server, worker)
-        server = server._replace(center=center, clock=server.clock + 1)
-        staleness = jnp.zeros((), jnp.int32)
-        return server, pull(server, worker), ExchangeInfo(staleness=staleness, scale=scale)
-
-    return synchronize
+def synchronous(
+    name: str,
+    *,
+    inner: optax.GradientTransformation,
+    local_steps: int,
+    aggregate: Aggregate,
+    pull: Pull,
+    hyperparameters: dict,
+    outer: optax.GradientTransformation | None = None,
+    local=None,
+) -> SynchronousRule:
+    """A synchronous rule from its parts."""
+    return SynchronousRule(
+        name=name,
+        init_server=_server_init(outer, None),
+        init_worker=start_at_own(inner),
+        local=local or local_work(inner, local_steps),
+        synchronize=synchronize_of(aggregate, pull, outer),
+        hyperparameters=hyperparameters,
+    )

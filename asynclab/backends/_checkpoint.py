@@ -1,0 +1,135 @@
+"""Checkpoints of a run on devices: state, position, records, and what run wrote them.
+
+A checkpoint is one ``.npz`` file: the leaves of ``(server, workers)`` (flattened with
+``jax.tree.flatten``; they are rebuilt on a template state from
+``asynclab.engine.initial_state``, so no code is pickled), the records so far, and a
+JSON header holding the position in the trace and a *fingerprint* of the run (rule and
+hyperparameters, problem, seed, noise, a hash of the trace). It is written to a
+temporary file and moved into place with ``os.replace``, so a run killed while writing
+leaves the previous checkpoint intact. A checkpoint whose fingerprint differs from the
+run resuming it is refused with a :class:`~asynclab.ConfigError`.
+
+In a multi-process run each process writes its own file (``name.process{i}.npz``)
+holding the server and its own devices' workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from .._errors import ConfigError
+from ..cluster import RoundTrace
+
+FORMAT = 1
+
+
+def trace_hash(trace) -> str:
+    """A SHA-256 of everything in a trace that the numbers depend on."""
+    digest = hashlib.sha256()
+    digest.update(type(trace).__name__.encode())
+    fields = ("time", "duration") if isinstance(trace, RoundTrace) else (
+        "time", "worker", "pulled_clock")
+    for name in fields:
+        digest.update(np.ascontiguousarray(getattr(trace, name)).tobytes())
+    digest.update(json.dumps([trace.n_workers, trace.local_steps,
+                              getattr(trace, "group_size", 1)]).encode())
+    return digest.hexdigest()
+
+
+def fingerprint(rule, problem, trace, **settings) -> dict:
+    """What identifies a run: a checkpoint resumes only a run with the same fingerprint."""
+    start = hashlib.sha256(np.ascontiguousarray(problem.start).tobytes()).hexdigest()[:16]
+    value = {
+        "rule": rule.name,
+        "hyperparameters": dict(rule.hyperparameters),
+        "problem": problem.name,
+        "dim": int(problem.dim),
+        "problem_start": start,
+        "workers": int(trace.n_workers),
+        "events": int(trace.n_events),
+        "trace": trace_hash(trace),
+        "processes": [jax.process_count(), jax.process_index()],
+        **settings,
+    }
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def process_path(path: str | Path) -> Path:
+    """The file this process writes: ``path`` itself, or one file per process."""
+    path = Path(path)
+    if jax.process_count() == 1:
+        return path
+    return path.with_name(f"{path.stem}.process{jax.process_index()}{path.suffix}")
+
+
+class Saved(NamedTuple):
+    """A checkpoint read back."""
+
+    state: Any
+    position: int
+    diverged_at: int
+    records: dict
+
+
+def save(path: Path, print_: dict, state, position: int, diverged_at: int,
+         records: dict) -> Path:
+    """Write ``state`` (a pytree of numpy arrays) and the records atomically to ``path``."""
+    leaves = jax.tree.leaves(state)
+    arrays = {f"state_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+    arrays.update({f"record_{name}": np.asarray(value) for name, value in records.items()})
+    header = {"format": FORMAT, "fingerprint": print_, "position": int(position),
+              "diverged_at": int(diverged_at), "leaves": len(leaves),
+              "records": sorted(records)}
+    arrays["header"] = np.asarray(json.dumps(header, sort_keys=True))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as file:
+            np.savez(file, **arrays)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def load(path: Path, print_: dict, template) -> Saved:
+    """Read a checkpoint of the run with fingerprint ``print_``; leaves go onto ``template``.
+
+    Raises:
+      ConfigError: the file is not a checkpoint, or another run (another fingerprint, or
+        state of another shape) wrote it.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(str(data["header"]))
+            leaves = [data[f"state_{i}"] for i in range(header["leaves"])]
+            records = {name: data[f"record_{name}"] for name in header["records"]}
+    except (OSError, KeyError, ValueError) as error:
+        raise ConfigError(f"{path} is not a readable asynclab checkpoint: {error}") from None
+    if header.get("format") != FORMAT:
+        raise ConfigError(f"{path}: checkpoint format {header.get('format')} is not "
+                          f"{FORMAT}")
+    saved = header["fingerprint"]
+    if saved != print_:
+        differences = ", ".join(
+            f"{key}: checkpoint {saved.get(key)!r} vs run {print_.get(key)!r}"
+            for key in sorted(set(saved) | set(print_)) if saved.get(key) != print_.get(key))
+        raise ConfigError(f"the checkpoint {path} belongs to another run ({differences}); "
+                          "resume with the same configuration or remove the file")
+    expected, treedef = jax.tree.flatten(template)
+    if len(expected) != len(leaves) or any(
+            np.shape(a) != b.shape or np.asarray(a).dtype != b.dtype
+            for a, b in zip(expected, leaves, strict=False)):
+        raise ConfigError(f"the checkpoint {path} holds state of another shape than this run")
+    return Saved(state=jax.tree.unflatten(treedef, leaves), position=header["position"],
+                 diverged_at=header["diverged_at"], records=records)

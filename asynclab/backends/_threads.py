@@ -1,0 +1,185 @@
+"""Free-running asynchronous mode: one thread per device, a parameter server on the host.
+
+Each worker thread runs its jitted local work on its own device as fast as the device
+allows, then takes the server lock for one atomic exchange (commit and pull). The order
+in which threads win the lock is the real schedule: it is recorded as a ``Trace``
+(who exchanged when, at which pulled clock), so replaying it with
+``asynclab.engine.replay`` reproduces the run's numbers exactly — a worker's local work
+depends only on its own state since its last pull.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from .._errors import ConfigError
+from ..cluster import Cluster, ComputeTime, Trace, simulate_async
+from ..engine import initial_state, seed_keys
+from ..problems import Problem, stochastic_gradient
+from ..rules import Rule
+
+
+class ThreadsRun(NamedTuple):
+    """What a free-running run produced.
+
+    Attributes:
+      trace: the real schedule (times in wall-clock seconds since the start).
+      final_params: the final centre.
+      center_path: the centre after every commit, ``(T, d)`` (problems with d <= 10),
+        else None.
+      local_time: ``(T,)`` wall seconds the committing worker spent in its local work.
+      wall_time: total wall seconds.
+    """
+
+    trace: Trace
+    final_params: np.ndarray
+    center_path: np.ndarray | None
+    local_time: np.ndarray
+    wall_time: float
+
+    def staleness_histogram(self) -> np.ndarray:
+        return np.bincount(self.trace.staleness, minlength=1)
+
+
+def _row(tree, k):
+    return jax.tree.map(lambda x: x[k], tree)
+
+
+def run_threads(
+    rule: Rule,
+    problem: Problem,
+    *,
+    commits: int,
+    workers: int | None = None,
+    seed: int = 0,
+    noise: float = 0.0,
+    init: str = "start",
+    devices=None,
+) -> ThreadsRun:
+    """Run an asynchronous rule with one free-running thread per device.
+
+    Args:
+      rule: an asynchronous rule (synchronous rules need the pmap backend).
+      problem: the problem.
+      commits: number of commits to apply, then every thread stops.
+      workers: number of workers (default: all devices); one device each.
+      seed: the seed; keys and initial state come from ``asynclab.engine.seed_keys`` and
+        ``initial_state``, as in the simulator's replay.
+      noise: gradient-noise variance σ².
+      init: "start" or "random".
+      devices: the devices to use (default ``jax.devices()``).
+
+    Returns:
+      A :class:`ThreadsRun` whose ``trace`` replays to the same numbers.
+    """
+    if rule.synchronous:
+        raise ConfigError(f"{rule.name} is synchronous; the threads backend runs asynchronous "
+                          "rules (use --backend pmap for synchronous ones)")
+    if int(commits) != commits or commits < 1:
+        raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
+    if rule.hyperparameters.get("group_size", 1) != 1:
+        raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
+    devices = list(jax.devices() if devices is None else devices)
+    n = len(devices) if workers is None else int(workers)
+    if n < 1:
+        raise ConfigError(f"workers must be >= 1, got {workers}")
+    if n > len(devices):
+        raise ConfigError(
+            f"{n} workers need {n} devices but only {len(devices)} are available; on a CPU "
+            f"simulate devices with XLA_FLAGS=--xla_force_host_platform_device_count={n} "
+            "(set before JAX is imported)"
+        )
+    devices = devices[:n]
+    gradient = stochastic_gradient(problem, noise)
+    init_key, worker_keys = seed_keys(seed, n)
+    server, stacked = initial_state(rule, problem, init_key, n, init)
+    host = devices[0]
+    server = jax.device_put(server, host)
+    states = [jax.device_put(_row(stacked, k), devices[k]) for k in range(n)]
+    keys = [jax.device_put(worker_keys[k], devices[k]) for k in range(n)]
+    local = jax.jit(lambda w, key, k: rule.local(w, gradient, key, k))
+    exchange = jax.jit(rule.exchange)
+    # compile on every device before the clock starts
+    for k in range(n):
+        jax.block_until_ready(local(states[k], keys[k], k))
+    jax.block_until_ready(exchange(server, jax.device_put(states[0], host)))
+
+    lock = threading.Lock()
+    record: list[tuple[float, int, int, float]] = []
+    centers: list[np.ndarray] = []
+    keep_path = problem.dim <= 10
+    shared = {"server": server, "clock": 0}
+    errors: list[BaseException] = []
+    start = time.perf_counter()
+
+    def work(k: int) -> None:
+        state = states[k]
+        try:
+            while True:
+                began = time.perf_counter()
+                state = jax.block_until_ready(local(state, keys[k], k))
+                spent = time.perf_counter() - began
+                with lock:
+                    if shared["clock"] >= commits:
+                        return
+                    pulled = int(state.pulled_clock)
+                    new_server, new_state, _ = exchange(shared["server"],
+                                                        jax.device_put(state, host))
+                    jax.block_until_ready(new_server)
+                    shared["server"] = new_server
+                    shared["clock"] += 1
+                    record.append((time.perf_counter() - start, k, pulled, spent))
+                    if keep_path:
+                        centers.append(np.asarray(new_server.center))
+                state = jax.device_put(new_state, devices[k])
+        except BaseException as error:  # noqa: BLE001 - re-raised in the caller
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    wall = time.perf_counter() - start
+    times, who, pulled, spent = (np.array(c) for c in zip(*record, strict=True))
+    clock = np.arange(len(record))
+    trace = Trace(time=times.astype(np.float64), worker=who.astype(np.int32),
+                  pulled_clock=pulled.astype(np.int32),
+                  staleness=(clock - pulled).astype(np.int32), n_workers=n,
+                  local_steps=rule.local_steps)
+    return ThreadsRun(
+        trace=trace,
+        final_params=np.asarray(shared["server"].center),
+        center_path=np.stack(centers) if keep_path else None,
+        local_time=spent.astype(np.float64),
+        wall_time=wall,
+    )
+
+
+def predicted_staleness(run: ThreadsRun, *, commits: int | None = None, seed: int = 0):
+    """The simulator's staleness prediction for the compute times a real run measured.
+
+    Each worker's mean local-work time becomes its ``time_scale``; a step's time is
+    lognormal with the coefficient of variation measured over all local work
+    (σ² = log(1 + CV²) for the underlying normal). The prediction simulates
+    ``commits`` commits (default: max(20,000, the run's)) so its histogram is smooth.
+
+    Returns:
+      ``(trace, cluster)``: a simulated trace and the cluster model fitted to the run.
+    """
+    n = run.trace.n_workers
+    means = np.array([run.local_time[run.trace.worker == k].mean() for k in range(n)])
+    cv = float(np.std(run.local_time) / np.mean(run.local_time))
+    sigma = max(float(np.sqrt(np.log1p(cv * cv))), 1e-3)
+    compute = ComputeTime("lognormal", mean=float(means.mean()), shape=sigma)
+    cluster = Cluster(n, compute, time_scale=tuple(means / means.mean()))
+    trace = simulate_async(cluster, local_steps=run.trace.local_steps,
+                           commits=commits or max(20_000, run.trace.n_events), rng=seed)
+    return trace, cluster

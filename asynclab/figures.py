@@ -1,0 +1,56 @@
+"""Finding and running the figure scripts in ``figures/`` (``asynclab figures``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+from ._errors import ConfigError
+
+
+def figures_dir() -> Path:
+    """The ``figures/`` folder: ./figures if it exists, else the one beside the package."""
+    here = Path.cwd() / "figures"
+    if here.is_dir():
+        return here
+    beside = Path(__file__).resolve().parents[1] / "figures"
+    if beside.is_dir():
+        return beside
+    raise ConfigError("no figures/ folder found: run `asynclab figures` from the repository root")
+
+
+def available(folder: Path | None = None) -> list[str]:
+    """Names of the figure scripts (``figures/NAME.py`` with a ``main``)."""
+    folder = folder or figures_dir()
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+
+
+def load_figure(name: str, folder: Path | None = None):
+    """The module ``figures/NAME.py``."""
+    folder = folder or figures_dir()
+    path = folder / f"{name}.py"
+    if not path.is_file():
+        raise ConfigError(f"unknown figure {name!r}; available: {', '.join(available(folder))}")
+    spec = importlib.util.spec_from_file_location(f"asynclab_figure_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "main"):
+        raise ConfigError(f"figures/{name}.py has no main(quick=False, out=...)")
+    return module
+
+
+def build(names=None, *, quick: bool = False, out: str | Path | None = None, echo=print):
+    """Run ``main(quick, out)`` of each named figure (all by default); returns timings."""
+    folder = figures_dir()
+    names = list(names) if names else available(folder)
+    out = Path(out) if out is not None else folder
+    out.mkdir(parents=True, exist_ok=True)
+    timings = {}
+    for name in names:
+        module = load_figure(name, folder)
+        start = time.perf_counter()
+        module.main(quick=quick, out=out)
+        timings[name] = time.perf_counter() - start
+        echo(f"{name}: {timings[name]:.1f} s -> {out / (name + '.png')}")
+    return timings

@@ -1,0 +1,290 @@
+#!/usr/bin/env python
+"""Speed of asynclab's trace replay beside a hand-written numpy event loop, and of the
+SimPy simulator beside a bare SimPy loop.
+
+    python benchmarks/replay.py           # full size (a few minutes on 2 cores)
+    python benchmarks/replay.py --quick   # smoke check (< 30 s)
+
+Measurements (asynchronous SGD = DOWNPOUR with λ = 1, n = 16 workers, exponential
+compute times, Gaussian gradient noise of variance σ² = NOISE in every variant):
+
+(a) numpy   a plain event loop: a heap of worker finish times; the popped worker's
+            gradient at the centre it pulled, plus noise, is applied to the centre and the
+            worker pulls. Noise and compute times are pre-drawn in blocks. Events/s.
+(b) replay  ``asynclab.replay`` of a ``simulate_async`` trace of the same cluster, one
+            seed, after a warm-up call (compilation excluded, reported apart). Events/s;
+            the trace's generation is not included (that is row (d)).
+(c) replay  the same with SEEDS_C seeds vmapped; replica-updates/s = seeds × commits / s.
+(d) simpy   ``simulate_async`` events/s beside a bare SimPy loop of timeouts.
+
+Every rate is the best of 3 repeats (``time.perf_counter``). Before timing, the script
+checks that (a), driven by the trace's worker order instead of its heap with σ² = 0,
+ends at the same centre as (b).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import heapq
+import os
+import platform
+import time
+
+import jax
+import numpy as np
+import simpy
+
+import asynclab
+from asynclab import Cluster, ComputeTime
+from asynclab.cluster import simulate_async
+
+N_WORKERS = 16
+NOISE = 1.0  # σ², the same in (a), (b) and (c)
+SEEDS_C = 1000
+REPEATS = 3
+QUAD_DIM = 1000
+QUAD_CONDITION = 100.0
+
+# Commit counts per measurement, chosen so that one repeat takes about a second or more
+# on 2 cores (and a fraction of that with --quick).
+SIZES = {
+    "full": {
+        "beale": {"a": 300_000, "b": 400_000, "c": 10_000},
+        "quadratic": {"a": 100_000, "b": 40_000, "c": 100},
+        "simpy": 200_000,
+    },
+    "quick": {
+        "beale": {"a": 20_000, "b": 20_000, "c": 200},
+        "quadratic": {"a": 5_000, "b": 2_000, "c": 10},
+        "simpy": 20_000,
+    },
+}
+
+TARGETS = {  # (row, problem) -> (minimum ratio, what the ratio is to)
+    ("b", "quadratic"): 15.0,
+    ("c", "beale"): 1000.0,
+    ("d", "-"): 0.5,
+}
+
+
+# ----------------------------------------------------------------------------- numpy (a)
+
+
+def beale_gradient(p, out):
+    """∇ of Beale's function at ``p`` (2,), written into ``out``."""
+    x, y = p.tolist()
+    y2 = y * y
+    y3 = y2 * y
+    r1 = 1.5 - x + x * y
+    r2 = 2.25 - x + x * y2
+    r3 = 2.625 - x + x * y3
+    out[0] = 2.0 * (r1 * (y - 1.0) + r2 * (y2 - 1.0) + r3 * (y3 - 1.0))
+    out[1] = 2.0 * x * (r1 + 2.0 * r2 * y + 3.0 * r3 * y2)
+
+
+def quadratic_gradient(dim, condition):
+    """∇ of ½ Σ hᵢ θᵢ², the same curvatures as ``asynclab.problems.quadratic``."""
+    h = np.geomspace(1.0, condition, dim).astype(np.float32)
+
+    def gradient(p, out):
+        np.multiply(h, p, out=out)
+
+    return gradient
+
+
+def numpy_downpour(gradient, start, learning_rate, noise, commits, *, workers=N_WORKERS,
+                   seed=0, order=None):
+    """Asynchronous SGD as a hand-written numpy event loop; returns the final centre.
+
+    Without ``order`` a heap of finish times decides who commits next (exponential
+    compute times, mean 1); with ``order`` (a trace's ``worker`` array) the workers
+    commit in that order. float32 throughout, like the replay.
+    """
+    rng = np.random.default_rng(seed)
+    dim = start.shape[0]
+    center = np.array(start, np.float32)
+    pulled = np.tile(center, (workers, 1))  # the centre each worker last pulled
+    g = np.empty(dim, np.float32)
+    sigma = np.float32(np.sqrt(noise))
+    step = np.float32(-learning_rate)
+    block = max(1, (1 << 20) // dim)  # events per pre-drawn block (~4 MB of noise)
+    heap = [(t, k) for k, t in enumerate(rng.exponential(1.0, workers).tolist())]
+    heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
+    done = 0
+    while done < commits:
+        m = min(block, commits - done)
+        if noise > 0:
+            xi = rng.standard_normal((m, dim), dtype=np.float32)
+            xi *= sigma
+        if order is None:
+            durations = rng.exponential(1.0, m).tolist()
+        for j in range(m):
+            if order is None:
+                t, k = pop(heap)
+            else:
+                k = order[done + j]
+            p = pulled[k]
+            gradient(p, g)            # g = ∇f(θ_pull)
+            if noise > 0:
+                g += xi[j]            # + σ ξ
+            g *= step                 # Δ = −η g
+            center += g               # θ̃ ← θ̃ + Δ
+            p[...] = center           # the worker pulls
+            if order is None:
+                push(heap, (t + durations[j], k))
+        done += m
+    return center
+
+
+# ----------------------------------------------------------------------------- simpy (d)
+
+
+def bare_simpy(delays):
+    """``len(delays)`` processes, each yielding its pre-drawn timeouts in turn."""
+    env = simpy.Environment()
+
+    def process(env, mine):
+        timeout = env.timeout
+        for d in mine:
+            yield timeout(d)
+
+    for mine in delays:
+        env.process(process(env, mine))
+    env.run()
+    return env.now
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def best_of(fn, repeats=REPEATS):
+    """Best wall time of ``repeats`` calls of ``fn`` (and its last result)."""
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        jax.block_until_ready(out)
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def trace_of(commits, seed=0):
+    return simulate_async(Cluster(N_WORKERS, ComputeTime("exponential")), commits=commits,
+                          rng=seed)
+
+
+def replay_fn(rule, problem, trace, seeds):
+    commits = trace.n_events
+
+    def fn():
+        return asynclab.replay(rule, problem, trace, seeds=seeds, noise=NOISE,
+                               record_paths=False, record_every=commits, progress=False)
+
+    return fn
+
+
+def check_agreement():
+    """(a) with the trace's worker order and σ² = 0 ends where (b) ends (Beale, 200)."""
+    lr, commits = 1e-3, 200
+    problem = asynclab.problems.beale()
+    trace = trace_of(commits, seed=1)
+    result = asynclab.replay(asynclab.rules.downpour(lr), problem, trace, seeds=[0],
+                             noise=0.0, record_paths=False, record_every=commits,
+                             progress=False)
+    ours = numpy_downpour(beale_gradient, problem.start, lr, 0.0, commits,
+                          order=trace.worker.tolist())
+    theirs = result.final_params[0]
+    moved = float(np.abs(ours - problem.start).max())
+    diff = float(np.abs(ours - theirs).max())
+    assert moved > 1e-2, f"the check run barely moved ({moved:.2e}); it tests nothing"
+    assert diff < 1e-4, f"numpy loop and replay disagree: {ours} vs {theirs} (|Δ| = {diff:.2e})"
+    return diff, moved
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
+    args = parser.parse_args(argv)
+    sizes = SIZES["quick" if args.quick else "full"]
+
+    print(f"asynclab replay benchmark{' (--quick)' if args.quick else ''}")
+    print(f"date {datetime.datetime.now().isoformat(timespec='seconds')}  "
+          f"cpus {os.cpu_count()}  {platform.processor() or platform.machine()}  "
+          f"python {platform.python_version()}  jax {jax.__version__}  "
+          f"numpy {np.__version__}  simpy {simpy.__version__}  "
+          f"backend {jax.default_backend()}")
+    print(f"DOWNPOUR λ=1, n={N_WORKERS} workers, exponential compute times, σ²={NOISE}; "
+          f"best of {REPEATS}")
+
+    diff, moved = check_agreement()
+    print(f"check: numpy loop (trace order, σ²=0, Beale, 200 commits) = replay to "
+          f"{diff:.1e} (centre moved {moved:.2f})")
+
+    problems = {
+        "beale": (asynclab.problems.beale(), 1e-3, beale_gradient),
+        "quadratic": (asynclab.problems.quadratic(dim=QUAD_DIM, condition=QUAD_CONDITION),
+                      1e-4, quadratic_gradient(QUAD_DIM, QUAD_CONDITION)),
+    }
+    rows = []  # (row, label, problem, d, rate, unit, ratio, compile)
+    for name, (problem, lr, gradient) in problems.items():
+        n = sizes[name]
+        rule = asynclab.rules.downpour(lr)
+
+        t_a, centre = best_of(lambda: numpy_downpour(gradient, problem.start, lr, NOISE,
+                                                     n["a"]))
+        assert np.all(np.isfinite(centre)), f"numpy loop diverged on {name}"
+        rate_a = n["a"] / t_a
+        rows.append(("a", "numpy event loop, 1 seed", name, problem.dim, rate_a, "events/s",
+                     1.0, None))
+
+        for row, seeds, commits in (("b", [0], n["b"]), ("c", range(SEEDS_C), n["c"])):
+            fn = replay_fn(rule, problem, trace_of(commits), seeds)
+            t0 = time.perf_counter()
+            fn()  # warm-up: compiles
+            first = time.perf_counter() - t0
+            t, result = best_of(fn)
+            assert np.all(np.isfinite(result.final_params)), f"replay diverged on {name}"
+            replicas = len(result.seeds)
+            rate = replicas * commits / t
+            label = ("asynclab replay, 1 seed" if row == "b"
+                     else f"asynclab replay, {replicas} seeds")
+            unit = "events/s" if row == "b" else "replica-upd/s"
+            rows.append((row, label, name, problem.dim, rate, unit, rate / rate_a,
+                         max(first - t, 0.0)))
+
+    n_sim = sizes["simpy"]
+    cluster = Cluster(N_WORKERS, ComputeTime("exponential"))
+    per = n_sim // N_WORKERS
+    delays = np.random.default_rng(0).exponential(1.0, (N_WORKERS, per)).tolist()
+    t_bare, _ = best_of(lambda: bare_simpy(delays))
+    rate_bare = N_WORKERS * per / t_bare
+    t_sim, trace = best_of(lambda: simulate_async(cluster, commits=n_sim, rng=0))
+    rate_sim = trace.n_events / t_sim
+    rows.append(("d0", "bare SimPy timeouts", "-", "-", rate_bare, "events/s", 1.0, None))
+    rows.append(("d", "simulate_async -> Trace", "-", "-", rate_sim, "events/s",
+                 rate_sim / rate_bare, None))
+
+    header = (f"{'':3} {'measurement':32} {'problem':10} {'d':>5} {'rate':>12} "
+              f"{'unit':14} {'ratio':>9} {'target':>8} {'':7} {'compile':>8}")
+    print()
+    print(header)
+    print("-" * len(header))
+    for row, label, name, dim, rate, unit, ratio, compile_s in rows:
+        target = TARGETS.get((row, name))
+        mark = "" if target is None else ("met" if ratio >= target else "MISSED")
+        tgt = "" if target is None else f">={target:g}x"
+        comp = "" if compile_s is None else f"{compile_s:.1f} s"
+        print(f"({row[0]}) {label:32} {name:10} {dim!s:>5} {rate:12.4g} {unit:14} "
+              f"{ratio:8.3g}x {tgt:>8} {mark:7} {comp:>8}")
+    print()
+    print("ratio: to (a) on the same problem; for (d) to the bare SimPy loop. "
+          "compile: first call minus best call.")
+
+
+if __name__ == "__main__":
+    main()

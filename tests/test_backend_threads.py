@@ -1,0 +1,39 @@
+"""Free-running threads: the recorded real trace replays to the run's own numbers."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from asynclab import ConfigError
+from asynclab.backends import run_threads
+from asynclab.problems import beale
+from asynclab.rules import downpour, model_averaging
+
+SCRIPT = Path(__file__).parent / "backend_scripts" / "threads_check.py"
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_replaying_the_real_trace_reproduces_the_run(devices):
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(devices)], capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name, r in report.items():
+        assert r["events"] == 300, name
+        assert r["max_path_error"] < 1e-5, name
+        assert r["final_error"] < 1e-5, name
+        assert r["staleness_ok"] and r["time_sorted"], name
+        assert sum(r["per_worker"]) == 300 and min(r["per_worker"]) > 0, name
+        # closed-loop fact holds for the real run too (up to the start/end boundary)
+        assert abs(r["mean_staleness"] - (devices - 1)) < 0.1 * devices + 0.2, name
+        assert abs(r["predicted_mean_staleness"] - (devices - 1)) < 0.1 * devices + 0.2, name
+
+
+def test_threads_refuse_synchronous_rules_and_missing_devices():
+    with pytest.raises(ConfigError, match="synchronous"):
+        run_threads(model_averaging(0.1), beale(), commits=10)
+    with pytest.raises(ConfigError, match="xla_force_host_platform_device_count"):
+        run_threads(downpour(0.1), beale(), commits=10, workers=64)

@@ -1,0 +1,26 @@
+"""The staleness figure builds, and its claims hold in its own data."""
+
+import numpy as np
+
+from asynclab import studies
+from asynclab.figures import load_figure
+
+
+def test_staleness_figure_and_its_claims(tmp_path):
+    data = load_figure("staleness").main(quick=True, out=tmp_path)
+    assert (tmp_path / "staleness.png").stat().st_size > 20_000
+    n = data["n"]
+    # E[τ] = n − 1 for every cluster, heterogeneous and with a straggler included
+    np.testing.assert_allclose(data["mean"], n - 1, rtol=0.06)
+    # exponential times: geometric with p = 1/n, so P(τ = 0) ≈ 1/n
+    homogeneous = slice(0, 4)
+    np.testing.assert_allclose(data["p_zero"][homogeneous], 1 / n[homogeneous], rtol=0.15)
+    # the straggler changes the shape: its own commits sit far out in the tail, P(τ ≥ 8n)
+    # many times what the geometric fit predicts, while homogeneous clusters match it
+    assert data["tail"][-1] > 5 * data["tail_geometric"][-1]
+    np.testing.assert_allclose(data["tail"][:4], data["tail_geometric"][:4], rtol=0.6,
+                               atol=5e-4)
+    # redraw from disk without re-simulating
+    saved, config = studies.load(tmp_path / "data" / "staleness.npz")
+    np.testing.assert_array_equal(saved["counts"], data["counts"])
+    assert config["commits"] == 20_000
