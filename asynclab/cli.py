@@ -142,7 +142,8 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--condition", type=float, default=None, help="quadratic condition number")
     p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
     p.add_argument("--workers", type=int, default=None, help="number of workers n")
-    p.add_argument("--local-steps", type=int, default=1, help="λ, local steps per exchange")
+    p.add_argument("--local-steps", type=int, default=None,
+                   help="λ, local steps per exchange (default: the rule's)")
     p.add_argument("--learning-rate", type=float, default=1e-3, help="η (default 1e-3)")
     p.add_argument("--noise", type=float, default=0.0, help="σ², gradient-noise variance")
     p.add_argument("--compute", default="exponential",
@@ -324,9 +325,12 @@ def _rules(args) -> int:
     width = max(len(name) for name in RULES)
     for info in RULES.values():
         kind = "sync " if info.synchronous else "async"
-        params = ", ".join(p for p in info.parameters)
+        defaults = info.defaults
+        params = ", ".join(f"{p}={defaults[p]}" if p in defaults else p
+                           for p in info.parameters if p != "learning_rate")
         print(f"{info.name:<{width}}  {kind}  {info.description}")
-        print(f"{'':<{width}}         parameters: {params}; ref: {info.reference}")
+        print(f"{'':<{width}}         {params}")
+        print(f"{'':<{width}}         ref: {info.reference}")
     return 0
 
 
@@ -382,6 +386,9 @@ def main(argv=None) -> int:
     except ConfigError as error:
         print(f"asynclab: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `asynclab rules | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -108,3 +108,16 @@ def test_demo_prints_a_summary_and_writes_a_plot(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "mean staleness" in proc.stdout
     assert png.stat().st_size > 10_000
+
+
+def test_rule_hyperparameters_reach_the_rule(capsys):
+    assert main(["run", "--rule", "adag", "--param", "gamma=0.5", "--param", "norm=true",
+                 "--commits", "50", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hyperparameters"]["gamma"] == 0.5 and out["hyperparameters"]["norm"] is True
+    assert main(["run", "--rule", "mixed", "--workers", "6", "--param", "group_size=3",
+                 "--param", "between=dynsgd", "--commits", "40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hyperparameters"]["group_size"] == 3
+    # two groups commit: the closed-loop mean staleness is G − 1 = 1 (40 commits: ± ~0.2)
+    assert abs(out["mean_staleness"] - 1) < 0.6

@@ -9,6 +9,7 @@ independent of the past, so staleness is Geometric(1/n) on {0, 1, ...}.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -448,6 +449,16 @@ _BAD = [
     ("local_steps", lambda: simulate_sync(Cluster(2), rounds=5, local_steps=1.5)),
     ("spread", lambda: heterogeneous(4, -0.1, 0)),
     ("workers", lambda: heterogeneous(0, 0.1, 0)),
+    ("group_size", lambda: Cluster(6, group_size=4)),  # does not divide workers
+    ("group_size", lambda: Cluster(6, group_size=12)),
+    ("group_size", lambda: Cluster(6, group_size=0)),
+    ("group_size", lambda: Cluster(6, group_size=-2)),
+    ("group_size", lambda: Cluster(6, group_size=1.5)),
+    ("group_size", lambda: Cluster(6, group_size=True)),
+    ("intra_group_time", lambda: Cluster(6, group_size=2, intra_group_time=-1.0)),
+    ("intra_group_time", lambda: Cluster(6, group_size=2, intra_group_time=math.inf)),
+    ("intra_group_time", lambda: Cluster(6, group_size=2, intra_group_time=math.nan)),
+    ("intra_group_time", lambda: Cluster(6, intra_group_time="0.1")),
 ]
 
 
@@ -456,3 +467,315 @@ def test_config_errors_name_the_field(field, make):
     with pytest.raises(ConfigError, match=field):
         make()
     assert issubclass(ConfigError, ValueError)
+
+
+# --------------------------------------------------------------- mixed clusters
+#
+# A group of m workers is synchronous inside and commits as one unit: its phase ends
+# when its slowest member ends, then it all-reduces for intra_group_time. Group g holds
+# workers g*m ... g*m + m - 1, and member k draws from the same stream as worker k of
+# the cluster without groups.
+
+
+def test_group_fields():
+    cluster = Cluster(12, group_size=4, intra_group_time=0.5)
+    assert cluster.groups == 3 and cluster.group_size == 4 and cluster.intra_group_time == 0.5
+    assert Cluster(12).groups == 12 and Cluster(12).group_size == 1
+    assert Cluster(7, group_size=7).groups == 1
+    with pytest.raises(AttributeError):
+        cluster.groups = 2
+    trace = simulate_async(cluster, commits=30, local_steps=2)
+    assert trace.n_workers == 3 and trace.group_size == 4 and trace.local_steps == 2
+    assert set(trace.worker.tolist()) == {0, 1, 2}
+    assert trace.worker.dtype == np.int32 and trace.staleness.dtype == np.int32
+    plain = simulate_async(Cluster(12), commits=30)
+    assert plain.group_size == 1 and plain.n_workers == 12
+    # A Trace built without the new field still works and has groups of 1.
+    built = Trace(plain.time, plain.worker, plain.pulled_clock, plain.staleness, 12, 1)
+    assert built.group_size == 1 and built.n_events == 30
+
+
+@pytest.mark.parametrize(("m", "groups", "lam"), [(4, 3, 3), (2, 5, 1), (3, 1, 2)])
+def test_groups_with_constant_times(m, groups, lam):
+    """(a) Constant c, intra time a, no network: each group commits every λc + a exactly
+    (c and a are dyadic, so the sums are exact); round-robin in group order, so the
+    staleness is 0, 1, ..., G - 1 for the first G commits and G - 1 after that."""
+    c, a = 0.5, 0.25
+    cluster = Cluster(m * groups, ComputeTime("constant", mean=c), group_size=m, intra_group_time=a)
+    trace = simulate_async(cluster, local_steps=lam, commits=40 * groups)
+    np.testing.assert_array_equal(trace.worker, np.tile(np.arange(groups), 40))
+    for g in range(groups):
+        np.testing.assert_array_equal(_worker_times(trace, g), (lam * c + a) * np.arange(1, 41))
+    np.testing.assert_array_equal(trace.staleness[:groups], np.arange(groups))
+    assert np.all(trace.staleness[groups:] == groups - 1)
+
+
+def test_group_with_network_and_server_by_hand():
+    """One group: compute, all-reduce, send, serve; every cycle adds the reply."""
+    c, a, latency, s, lam = 1.0, 0.3, 0.25, 0.1, 2
+    cluster = Cluster(
+        4,
+        CONSTANT,
+        network=Link(latency=latency),
+        server_time=s,
+        group_size=4,
+        intra_group_time=a,
+    )
+    trace = simulate_async(cluster, commits=50, local_steps=lam)
+    expected = lam * c + a + latency + s + np.arange(50) * (lam * c + a + 2 * latency + s)
+    np.testing.assert_allclose(trace.time, expected, rtol=1e-12)
+    assert np.all(trace.staleness == 0)
+
+
+def test_a_slow_member_slows_only_its_group():
+    """(b) Worker 2 (in group 1 of 4 groups of 2) is 10x slower: group 1 commits every
+    10 λ c, the others every λ c, exactly as in the cluster without the slow worker."""
+    lam, horizon = 2, 200.0
+    scale = (1.0, 1.0, 10.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+    slow = simulate_async(
+        Cluster(8, CONSTANT, time_scale=scale, group_size=2), horizon=horizon, local_steps=lam
+    )
+    even = simulate_async(Cluster(8, CONSTANT, group_size=2), horizon=horizon, local_steps=lam)
+    counts = np.bincount(slow.worker, minlength=4)
+    np.testing.assert_array_equal(counts, [100, 10, 100, 100])  # 200 / 2 and 200 / 20
+    np.testing.assert_array_equal(np.diff(_worker_times(slow, 1)), 10 * lam)
+    for g in (0, 2, 3):
+        np.testing.assert_array_equal(_worker_times(slow, g), _worker_times(even, g))
+        np.testing.assert_array_equal(np.diff(_worker_times(slow, g)), lam)
+    # With an all-reduce time a the spacings are 10 λ c + a and λ c + a.
+    a = 0.5
+    trace = simulate_async(
+        Cluster(8, CONSTANT, time_scale=scale, group_size=2, intra_group_time=a),
+        commits=300,
+        local_steps=lam,
+    )
+    np.testing.assert_array_equal(np.diff(_worker_times(trace, 1)), 10 * lam + a)
+    for g in (0, 2, 3):
+        np.testing.assert_array_equal(np.diff(_worker_times(trace, g)), lam + a)
+
+
+@pytest.mark.parametrize(
+    ("straggler", "shifted_from"),
+    [
+        (Straggler(4, 3.0, at_step=5), 2),  # member 1 of group 1; steps 4, 5 = phase 2
+        (Straggler(4, 3.0, at_time=5.25), 2),  # phase 2's steps start at 4.5 and 5.5
+        (Straggler(4, 3.0, at_time=5.75), 3),  # phase 3 starts at 6.75
+        (Straggler(5, 3.0, at_time=2.25), 1),  # phase 1 starts exactly then
+    ],
+)
+def test_member_straggler_delays_its_group(straggler, shifted_from):
+    """Constant 1 s steps, λ = 2, a = 0.25 (phase 2.25 s: phase p starts at 2.25 p).
+    A member's straggler delays its whole group from that phase on; the other group is
+    unaffected."""
+    cluster = Cluster(6, CONSTANT, group_size=3, intra_group_time=0.25)
+    base = simulate_async(cluster, commits=40, local_steps=2)
+    late = simulate_async(
+        dataclasses.replace(cluster, stragglers=(straggler,)), commits=40, local_steps=2
+    )
+    m = min(_worker_times(base, 1).size, _worker_times(late, 1).size)
+    shift = _worker_times(late, 1)[:m] - _worker_times(base, 1)[:m]
+    np.testing.assert_array_equal(shift, np.where(np.arange(m) >= shifted_from, 3.0, 0.0))
+    m = min(_worker_times(base, 0).size, _worker_times(late, 0).size)
+    np.testing.assert_array_equal(_worker_times(late, 0)[:m], _worker_times(base, 0)[:m])
+
+
+def test_at_time_straggler_while_waiting_for_the_group():
+    """Worker 0 finishes at 1 and waits for worker 1 (2x slower) until 2; at 1.5 it is
+    idle, so its next phase (starting at 2.5 after the 0.5 s all-reduce) takes 1 + 3."""
+    cluster = Cluster(
+        2,
+        CONSTANT,
+        time_scale=(1.0, 2.0),
+        group_size=2,
+        intra_group_time=0.5,
+        stragglers=(Straggler(0, 3.0, at_time=1.5),),
+    )
+    trace = simulate_async(cluster, commits=4)
+    np.testing.assert_array_equal(trace.time, [2.5, 7.0, 9.5, 12.0])
+
+
+def _reference_group_times(cluster, local_steps, phases, seed):
+    """Commit times and groups, computed without SimPy: no network and no server time,
+    so group g's commit j happens at the sum of its first j + 1 phases, each the max of
+    its members' phases plus the all-reduce."""
+    children = np.random.default_rng(seed).spawn(cluster.workers)
+    member = np.stack(
+        [
+            (cluster.compute.sample(children[k], (phases, local_steps)) * cluster.scales[k]).sum(1)
+            for k in range(cluster.workers)
+        ]
+    )
+    m = cluster.group_size
+    group = member.reshape(cluster.groups, m, phases).max(axis=1) + cluster.intra_group_time
+    times = np.cumsum(group, axis=1)
+    ids = np.repeat(np.arange(cluster.groups), phases)
+    order = np.lexsort((ids, times.ravel()))
+    complete = int(np.searchsorted(times.ravel()[order], times[:, -1].min(), side="right"))
+    return times.ravel()[order][:complete], ids[order][:complete]  # no group ran out
+
+
+@pytest.mark.parametrize("lam", [1, 3])
+@pytest.mark.parametrize(("m", "intra"), [(3, 0.125), (1, 0.0)])
+def test_groups_match_a_reference_without_simpy(lam, m, intra):
+    """Member k draws from child k of the seed's spawn; the group waits for its slowest
+    member; group commits interleave by time. Times are compared bit for bit; m = 1
+    checks the plain (one worker per unit) path against the same reference."""
+    cluster = Cluster(
+        12,
+        ComputeTime("gamma", 1.0, 0.7),
+        time_scale=heterogeneous(12, 0.6, 3),
+        group_size=m,
+        intra_group_time=intra,
+    )
+    trace = simulate_async(cluster, commits=5000, local_steps=lam, rng=8)
+    times, ids = _reference_group_times(cluster, lam, 3000, seed=8)
+    assert times.size >= 5000
+    np.testing.assert_array_equal(trace.time, times[:5000])
+    np.testing.assert_array_equal(trace.worker, ids[:5000])
+
+
+@pytest.mark.parametrize("latency", [0.0, 0.2])
+def test_one_group_is_a_synchronous_round(latency):
+    """A single group without server time commits exactly when a synchronous round of
+    the same workers and seed aggregates (the same max over the same member streams)."""
+    cluster = Cluster(6, EXPONENTIAL, network=Link(latency=latency), group_size=6)
+    async_trace = simulate_async(cluster, commits=500, local_steps=2, rng=4)
+    sync_trace = simulate_sync(
+        Cluster(6, EXPONENTIAL, network=Link(latency=latency)), rounds=500, local_steps=2, rng=4
+    )
+    np.testing.assert_array_equal(async_trace.time, sync_trace.time)
+
+
+_GROUP_CASES = {
+    "exponential": lambda m, g: Cluster(m * g, EXPONENTIAL, group_size=m),
+    "intra_and_heterogeneous": lambda m, g: Cluster(
+        m * g,
+        EXPONENTIAL,
+        time_scale=heterogeneous(m * g, 0.5, 0),
+        group_size=m,
+        intra_group_time=0.3,
+    ),
+    "network_and_server": lambda m, g: Cluster(
+        m * g,
+        EXPONENTIAL,
+        network=Link(latency=0.2),
+        server_time=0.3 / g,
+        group_size=m,
+        intra_group_time=0.1,
+    ),
+}
+
+
+@pytest.mark.parametrize(("m", "groups"), [(4, 2), (2, 8)])
+@pytest.mark.parametrize("case", list(_GROUP_CASES))
+def test_groups_mean_staleness_is_groups_minus_1(case, m, groups):
+    """(c) The closed-loop fact holds with groups as the committing units. Exactly:
+    mean = G - 1 - (sum_g d_g - G) / T with d_g = T - last_g (see the test for workers).
+    d_g is a residual count of commits: its mean is at most about G times the ratio of
+    group g's spacing to the mean spacing (<= 1.7 in these cases), so sum_g d_g is
+    ~G^2 on average; its tail is exponential-like, and the bound below allows
+    5 (G^2 + 5 G), several times that (measured: at most a tenth of the bound over ten
+    seeds)."""
+    T = 20_000
+    trace = simulate_async(_GROUP_CASES[case](m, groups), commits=T, rng=13)
+    assert trace.n_workers == groups
+    mean = trace.staleness.mean(dtype=np.float64)
+    last = np.array([np.flatnonzero(trace.worker == g)[-1] for g in range(groups)])
+    np.testing.assert_allclose(
+        mean, groups - 1 - ((T - last).sum() - groups) / T, rtol=0, atol=1e-9
+    )
+    assert abs(mean - (groups - 1)) <= 5 * (groups * groups + 5 * groups) / T
+
+
+@pytest.mark.parametrize("m", [2, 4, 8])
+def test_group_phase_is_the_max_of_m_exponentials(m):
+    """(d) λ = 1, Exp(1) step times, no network, no server time: a group's spacing is
+    exactly its phase, the max of m independent Exp(1), whose mean is H_m and variance
+    sum_{k<=m} 1/k^2 (Rényi). Spacings are i.i.d. within and across groups, so the
+    sample mean of N of them is within 5 sd / sqrt(N) of H_m (a 5-SE tolerance; for
+    N ~ 45,000 and m = 4 it is 0.028, 1.3% of H_4)."""
+    groups, T = 3, 45_000
+    trace = simulate_async(Cluster(m * groups, EXPONENTIAL, group_size=m), commits=T, rng=21)
+    spacing = np.concatenate([np.diff(_worker_times(trace, g)) for g in range(groups)])
+    harmonic = sum(1 / k for k in range(1, m + 1))
+    sd = math.sqrt(sum(1 / k**2 for k in range(1, m + 1)))
+    assert abs(spacing.mean() - harmonic) <= 5 * sd / math.sqrt(spacing.size)
+    # Each group commits at rate 1 / H_m, so the groups commit equally often.
+    counts = np.bincount(trace.worker, minlength=groups)
+    assert counts.max() - counts.min() <= 5 * math.sqrt(T / groups)
+
+
+def _group_clusters():
+    return [
+        Cluster(6, EXPONENTIAL, group_size=2),
+        Cluster(
+            8,
+            ComputeTime("gamma", 2.0, 0.5),
+            time_scale=heterogeneous(8, 0.5, 1),
+            group_size=4,
+            intra_group_time=0.2,
+            stragglers=(Straggler(5, 4.0, at_step=100),),
+        ),
+        Cluster(
+            6,
+            ComputeTime("lognormal"),
+            network=Link(0.05),
+            server_time=0.1,
+            group_size=3,
+            stragglers=(Straggler(1, 2.0, at_time=30.0),),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_groups_same_seed_same_trace_and_prefix(index):
+    """(f) Determinism and the prefix property with groups (also under a horizon)."""
+    cluster = _group_clusters()[index]
+    a = simulate_async(cluster, commits=2000, local_steps=2, rng=3)
+    b = simulate_async(cluster, commits=2000, local_steps=2, rng=np.random.default_rng(3))
+    for x, y in zip(a[:4], b[:4], strict=True):
+        np.testing.assert_array_equal(x, y)
+    short = simulate_async(cluster, commits=1000, local_steps=2, rng=3)
+    for x, y in zip(short[:4], a[:4], strict=True):
+        np.testing.assert_array_equal(x, y[:1000])
+    horizon = float(a.time[1499])
+    timed = simulate_async(cluster, horizon=horizon, local_steps=2, rng=3)
+    n = timed.n_events
+    assert n >= 1500 and np.all(timed.time <= horizon) and a.time[n] > horizon
+    for x, y in zip(timed[:4], a[:4], strict=True):
+        np.testing.assert_array_equal(x, y[:n])
+    other = simulate_async(cluster, commits=2000, local_steps=2, rng=4)
+    assert not np.array_equal(a.time, other.time)
+    assert not np.array_equal(a.worker, other.worker)
+
+
+def test_group_size_1_is_the_plain_simulator():
+    """group_size = 1 (with or without an intra_group_time, which it ignores) gives the
+    plain simulator bit for bit."""
+    for cluster in _clusters():
+        plain = simulate_async(cluster, commits=1500, local_steps=2, rng=6)
+        for extra in ({"group_size": 1}, {"group_size": 1, "intra_group_time": 5.0}):
+            ones = simulate_async(
+                dataclasses.replace(cluster, **extra), commits=1500, local_steps=2, rng=6
+            )
+            assert ones.group_size == 1 and ones.n_workers == cluster.workers
+            for x, y in zip(plain, ones, strict=True):
+                np.testing.assert_array_equal(x, y)
+
+
+def test_sync_ignores_groups():
+    """A synchronous round already waits for everybody: groups change nothing."""
+    cluster = Cluster(
+        8,
+        EXPONENTIAL,
+        network=Link(latency=0.1),
+        server_time=0.05,
+        stragglers=(Straggler(3, 2.0, at_step=4),),
+    )
+    plain = simulate_sync(cluster, rounds=300, local_steps=2, rng=1)
+    for m in (2, 4, 8):
+        grouped = dataclasses.replace(cluster, group_size=m, intra_group_time=0.5)
+        trace = simulate_sync(grouped, rounds=300, local_steps=2, rng=1)
+        assert trace.n_workers == 8
+        np.testing.assert_array_equal(trace.time, plain.time)
+        np.testing.assert_array_equal(trace.duration, plain.duration)

@@ -201,3 +201,30 @@ def test_states_are_typed_named_tuples():
     server = rule.init_server(jnp.zeros(3))
     assert isinstance(server, ServerState)
     assert isinstance(rule.init_worker(None, server), WorkerState)
+
+
+def test_mixed_group_averages_its_members_local_work():
+    """A group of m members: each takes λ SGD steps on its own shard from the group's
+    parameters, the group commits the mean (numpy oracle on least squares)."""
+    from asynclab.problems import linear_regression, regression_data, stochastic_gradient
+    from asynclab.rules import mixed
+
+    m, lam, lr, batch = 3, 4, 0.05, 4
+    problem = linear_regression(examples=96, dim=4, batch_size=batch, shards=6)
+    x, y, _ = regression_data(96, 4)
+    rule = mixed(lr, lam, group_size=m)
+    server = rule.init_server(jnp.zeros(4))
+    group = rule.init_worker(None, server)
+    group = rule.local(group, stochastic_gradient(problem), jax.random.key(0), 1)  # group 1
+    ends = []
+    for j in range(m):
+        worker = 1 * m + j
+        theta = np.zeros(4)
+        for s in range(lam):
+            index = worker * 16 + (s * batch + np.arange(batch)) % 16
+            xb, yb = x[index].astype(np.float64), y[index].astype(np.float64)
+            theta = theta - lr * xb.T @ (xb @ theta - yb) / batch
+        ends.append(theta)
+    np.testing.assert_allclose(group.params, np.mean(ends, axis=0), rtol=1e-5, atol=1e-6)
+    server, group, _ = rule.exchange(server, group)
+    np.testing.assert_allclose(server.center, np.mean(ends, axis=0), rtol=1e-5, atol=1e-6)

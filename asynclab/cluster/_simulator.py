@@ -21,6 +21,13 @@ Conventions shared by both simulators:
   and from then on the workers keep the order of their previous commits. With constant,
   equal compute times the trace is thus deterministic: the first n commits have
   staleness 0, 1, ..., n-1 and every later commit has staleness n-1.
+- Groups (``Cluster.group_size`` m > 1, a "mixed" cluster). In the asynchronous
+  simulator each group of m workers is one process and one committing unit: its phase
+  ends when its slowest member finishes, then it all-reduces for
+  ``Cluster.intra_group_time`` and exchanges with the server like a single worker.
+  Member k still draws from child k, so its step times are those of worker k in the
+  same cluster without groups. The synchronous simulator ignores groups: a round
+  already waits for every worker.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from ._trace import RoundTrace, Trace
 _FIRST_BLOCK = 64
 """Compute phases drawn per worker in the first block; the block doubles up to the max."""
 _MAX_BLOCK = 4096
+_NO_PHASES = np.empty(0)
 
 
 class _ComputeStream:
@@ -158,6 +166,56 @@ class _ComputeStream:
         return total
 
 
+class _GroupStream:
+    """A compute group's exchanges: its phase ends when its slowest member finishes.
+
+    Each member keeps its own :class:`_ComputeStream` (its own generator, time scale and
+    stragglers, built without link times), so a member's step times are exactly those
+    the same worker would have in a cluster without groups. The group's phase is the
+    elementwise maximum of its members' phases, followed by ``intra`` seconds of
+    all-reduce; the commit then travels the link like a single worker's.
+
+    :meth:`next_block` hands out as many phases as every member has ready. A member
+    whose next phase may hold an ``at_time`` straggler hands out that phase alone, with
+    the group's start time, so the group then hands out one phase too.
+    """
+
+    __slots__ = ("_members", "_pending", "_first_lead", "_lead", "_first")
+
+    def __init__(self, members, intra, up, down):
+        self._members = members
+        self._pending = [_NO_PHASES] * len(members)
+        self._first_lead = intra + up
+        self._lead = intra + (down + up)
+        self._first = True
+
+    def next_block(self, start: float) -> list[float]:
+        """Timeout lengths ``down + max(member phases) + intra + up`` for the next phases.
+
+        Args:
+          start: simulated time at which the group's next phase starts.
+
+        Returns:
+          A non-empty list of floats, one per group commit (no ``down`` before the run's
+          very first phase).
+        """
+        pending = self._pending
+        for j, ready in enumerate(pending):
+            if not ready.shape[0]:
+                pending[j] = np.array(self._members[j].next_block(start), dtype=np.float64)
+        k = min(ready.shape[0] for ready in pending)
+        phases = pending[0][:k]
+        for j, ready in enumerate(pending):
+            if j:
+                phases = np.maximum(phases, ready[:k])
+            pending[j] = ready[k:]
+        out = phases + self._lead
+        if self._first:
+            self._first = False
+            out[0] = phases[0] + self._first_lead
+        return out.tolist()
+
+
 class _Log:
     """What the server records, appended during the run and converted once at the end."""
 
@@ -171,21 +229,35 @@ class _Log:
         self.clock = 0
 
 
-def _streams(cluster: Cluster, local_steps: int, rng) -> list[_ComputeStream]:
+def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True) -> list:
+    """One stream per committing unit: per worker, or per group when ``grouped``.
+
+    Worker k always draws from child k of ``rng.spawn(workers)``, grouped or not.
+    """
     children = as_generator(rng).spawn(cluster.workers)
     scales = cluster.scales
     transfer = cluster.transfer_time
-    return [
+    m = cluster.group_size
+    grouped = grouped and m > 1
+    link = 0.0 if grouped else transfer  # a group's members do not use the link
+    streams = [
         _ComputeStream(
             children[k],
             cluster.compute,
             scales[k],
             local_steps,
-            transfer,
-            transfer,
+            link,
+            link,
             [s for s in cluster.stragglers if s.worker == k],
         )
         for k in range(cluster.workers)
+    ]
+    if not grouped:
+        return streams
+    intra = cluster.intra_group_time
+    return [
+        _GroupStream(streams[g * m : (g + 1) * m], intra, transfer, transfer)
+        for g in range(cluster.groups)
     ]
 
 
@@ -307,6 +379,15 @@ def simulate_async(
     The mean staleness over a long run is ``n - 1`` for any timing model (a closed-loop
     queue fact); with exponential compute times staleness is Geometric(1/n).
 
+    Mixed clusters (``cluster.group_size`` m > 1): group g (workers g·m … g·m + m − 1)
+    loops as one unit. Every member computes ``local_steps`` steps with its own compute
+    times, time scale and stragglers; the group's phase ends when its slowest member
+    finishes; the group all-reduces for ``cluster.intra_group_time`` seconds; then it
+    commits, queues, is served and pulls exactly like a single worker. The trace has
+    one row per group commit, ``worker`` holds the group index, ``n_workers`` the
+    number of groups (so the mean staleness is ``groups - 1``) and ``group_size`` m.
+    With m = 1 the run is the plain one, bit for bit.
+
     Args:
       cluster: the cluster's timing model.
       local_steps: local steps (λ, the communication window) per exchange, >= 1.
@@ -363,8 +444,9 @@ def simulate_async(
         worker=np.array(log.worker, dtype=np.int32),
         pulled_clock=pulled,
         staleness=np.arange(pulled.shape[0], dtype=np.int32) - pulled,
-        n_workers=cluster.workers,
+        n_workers=cluster.groups,
         local_steps=int(local_steps),
+        group_size=cluster.group_size,
     )
 
 
@@ -438,6 +520,10 @@ def simulate_sync(
     constant compute time ``c``, transfer time ``x`` and equal workers it is
     ``local_steps * c + 2 x + n * server_time``.
 
+    Groups (``cluster.group_size``) and ``cluster.intra_group_time`` make no
+    difference here: a fully synchronous round already waits for every worker, so the
+    trace is the one of the same cluster without groups.
+
     Args:
       cluster: the cluster's timing model.
       local_steps: local steps (λ) per worker per round, >= 1.
@@ -447,11 +533,11 @@ def simulate_sync(
       rng: a ``numpy.random.Generator``, an integer seed, or ``None`` (seed 0).
 
     Returns:
-      A :class:`RoundTrace`.
+      A :class:`RoundTrace` (``n_workers`` is the number of workers, not of groups).
     """
     _check_cluster(cluster)
     limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
-    streams = _streams(cluster, int(local_steps), rng)
+    streams = _streams(cluster, int(local_steps), rng, grouped=False)
     down = cluster.transfer_time
     env = simpy.Environment()
     log = _Log()

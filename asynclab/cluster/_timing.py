@@ -183,8 +183,9 @@ class Straggler:
       at_step: the worker's local step number (0-based, counted over the whole run)
         that takes ``delay`` longer.
       at_time: or: the first local step the worker STARTS at or after this simulated
-        time takes ``delay`` longer (if the worker is waiting for the server or the
-        link at that time, it is the first step of its next compute phase).
+        time takes ``delay`` longer (if the worker is waiting for the server, the link
+        or the rest of its group at that time, it is the first step of its next compute
+        phase).
     """
 
     worker: int
@@ -223,6 +224,14 @@ class Cluster:
       message_bytes: size of one commit or pull message in bytes, an integer >= 0.
       server_time: service time of one exchange at the parameter server, finite and
         >= 0. The server serves one exchange at a time, first come first served.
+      group_size: workers per compute group (mixed clusters), an integer >= 1 that
+        divides ``workers``. Group g holds workers g·m … (g+1)·m − 1 (their
+        ``time_scale`` entries and stragglers apply to them); in the asynchronous
+        simulator it is synchronous inside (its phase ends when its slowest member
+        finishes) and commits to the server as one unit. 1 means every worker commits
+        on its own. Fully synchronous rounds are not affected by groups.
+      intra_group_time: seconds of a group's internal all-reduce before it commits,
+        finite and >= 0 (ignored when ``group_size`` is 1).
     """
 
     workers: int
@@ -232,6 +241,8 @@ class Cluster:
     network: Link = Link()
     message_bytes: int = 0
     server_time: float = 0.0
+    group_size: int = 1
+    intra_group_time: float = 0.0
 
     def __post_init__(self):
         n = _check_int("Cluster.workers", self.workers, minimum=1)
@@ -279,6 +290,20 @@ class Cluster:
         object.__setattr__(
             self, "server_time", _check_real("Cluster.server_time", self.server_time)
         )
+        m = _check_int("Cluster.group_size", self.group_size, minimum=1)
+        if n % m:
+            raise ConfigError(f"Cluster.group_size must divide Cluster.workers ({n}), got {m}")
+        object.__setattr__(self, "group_size", m)
+        object.__setattr__(
+            self,
+            "intra_group_time",
+            _check_real("Cluster.intra_group_time", self.intra_group_time),
+        )
+
+    @property
+    def groups(self) -> int:
+        """Number of committing units: ``workers // group_size``."""
+        return self.workers // self.group_size
 
     @property
     def scales(self) -> tuple[float, ...]:

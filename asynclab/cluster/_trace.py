@@ -20,11 +20,13 @@ class Trace(NamedTuple):
 
     Attributes:
       time: float64 ``(T,)``, simulated seconds at which the server applied each commit.
-      worker: int32 ``(T,)``, the committing worker.
+      worker: int32 ``(T,)``, the committing worker (its group in a mixed cluster).
       pulled_clock: int32 ``(T,)``, server clock at that worker's previous pull.
       staleness: int32 ``(T,)``, ``arange(T) - pulled_clock``.
-      n_workers: number of workers in the cluster.
+      n_workers: number of committing units: workers, or groups in a mixed cluster.
       local_steps: local steps (λ) each worker computed between two exchanges.
+      group_size: workers per group in a mixed cluster (``worker`` then holds the group
+        index), 1 otherwise.
     """
 
     time: np.ndarray
@@ -33,6 +35,7 @@ class Trace(NamedTuple):
     staleness: np.ndarray
     n_workers: int
     local_steps: int
+    group_size: int = 1
 
     @property
     def n_events(self) -> int:

@@ -296,7 +296,7 @@ def replay(
             )
     group_size = rule.hyperparameters.get("group_size", 1)
     for trace in traces:
-        if getattr(trace, "group_size", 1) != group_size:
+        if getattr(trace, "group_size", 1) != group_size:  # RoundTraces have no groups
             raise ConfigError(
                 f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} "
                 f"but the rule {rule.name} takes group_size={group_size}"

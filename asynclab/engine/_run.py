@@ -15,7 +15,7 @@ from ._replay import replay
 from ._result import Result
 
 
-def build_rule(rule: str | Rule, *, learning_rate: float = 1e-3, local_steps: int = 1,
+def build_rule(rule: str | Rule, *, learning_rate: float = 1e-3, local_steps: int | None = None,
                workers: int | None = None, **hyperparameters) -> Rule:
     """A rule by name with the run-level settings (η, λ, n for rules that need n).
 
@@ -40,12 +40,14 @@ def _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster) -> Ru
     options = dict(hyperparameters)
     options["learning_rate"] = learning_rate
     accepted = RULES[rule].parameters
-    if "local_steps" in accepted:
+    if local_steps is None:
+        pass
+    elif "local_steps" in accepted:
         options["local_steps"] = local_steps
     elif local_steps != 1:
         raise ConfigError(f"rule {rule!r} has no local steps (λ); drop local_steps={local_steps}")
     if "workers" in accepted and "workers" not in options:
-        options["workers"] = cluster.workers // getattr(cluster, "group_size", 1)
+        options["workers"] = cluster.workers // cluster.group_size
     return make_rule(rule, **options)
 
 
@@ -53,7 +55,7 @@ def _cluster_from(cluster, workers, compute, group_size) -> Cluster:
     if isinstance(cluster, Cluster):
         if workers is not None and workers != cluster.workers:
             raise ConfigError(f"workers={workers} disagrees with the cluster's {cluster.workers}")
-        if getattr(cluster, "group_size", 1) != group_size:
+        if cluster.group_size != group_size:
             raise ConfigError(f"the rule works on groups of {group_size} but the cluster has "
                               f"group_size={cluster.group_size}")
         return cluster
@@ -61,8 +63,8 @@ def _cluster_from(cluster, workers, compute, group_size) -> Cluster:
         raise ConfigError(f"cluster must be an asynclab.cluster.Cluster, got {cluster!r}")
     if not isinstance(compute, ComputeTime):
         compute = ComputeTime(compute)
-    groups = {} if group_size == 1 else {"group_size": group_size}
-    return Cluster(workers=1 if workers is None else workers, compute=compute, **groups)
+    return Cluster(workers=1 if workers is None else workers, compute=compute,
+                   group_size=group_size)
 
 
 def with_start(problem: Problem, start) -> Problem:
@@ -127,7 +129,7 @@ def run(
     horizon: float | None = None,
     seeds: int | Sequence[int] = 0,
     learning_rate: float = 1e-3,
-    local_steps: int = 1,
+    local_steps: int | None = None,
     noise: float = 0.0,
     init: str = "start",
     trace_per_seed: bool = False,
@@ -150,7 +152,7 @@ def run(
       horizon: ...or in simulated seconds. Give exactly one.
       seeds: an int or a list; each seed draws its own gradient noise and random start.
       learning_rate: η, the workers' learning rate.
-      local_steps: λ, local steps between two exchanges.
+      local_steps: λ, local steps between two exchanges (default: the rule's own).
       noise: σ², the variance of the additive Gaussian gradient noise.
       init: "start", "random" or "random_per_worker" (synchronous rules).
       trace_per_seed: simulate a separate cluster schedule for every seed (seeded by it);

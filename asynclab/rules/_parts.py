@@ -186,8 +186,9 @@ def _plain_local(inner, local_steps, worker, gradient, key, worker_id):
 def group_local_work(inner: optax.GradientTransformation, local_steps: int, group_size: int):
     """Local work of a synchronous group: every member does λ steps, the group averages.
 
-    Member ``j`` of group ``g`` is worker ``g·m + j`` for its data and noise. The group's
-    state holds the group's parameters and a stacked inner state, one per member.
+    Member ``j`` of group ``g`` is worker ``g·m + j`` for its data, and draws its noise
+    from ``fold_in(group_key, j)``. The group's state holds the group's parameters and a
+    stacked inner state, one per member.
     """
     member_local = local_work(inner, local_steps)
 
@@ -196,8 +197,9 @@ def group_local_work(inner: optax.GradientTransformation, local_steps: int, grou
 
         def one(inner_state, j):
             member = group._replace(inner_state=inner_state)
-            member = member_local(member, gradient, jax.random.fold_in(key, j),
-                                  group_id * group_size + j)
+            # a group of one is a plain worker, with the worker's own key
+            member_key = key if group_size == 1 else jax.random.fold_in(key, j)
+            member = member_local(member, gradient, member_key, group_id * group_size + j)
             return member.params, member.inner_state
 
         params, inner_states = jax.vmap(one)(group.inner_state, members)

@@ -25,6 +25,12 @@ class RuleInfo(NamedTuple):
     def parameters(self) -> tuple[str, ...]:
         return tuple(inspect.signature(self.factory).parameters)
 
+    @property
+    def defaults(self) -> dict:
+        """Default values of the hyperparameters that have one."""
+        return {name: p.default for name, p in inspect.signature(self.factory).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+
 
 RULES: dict[str, RuleInfo] = {
     info.name: info

@@ -1,0 +1,314 @@
+"""One parameterised suite over every registered rule, plus the identities and the
+behavioural claims of the thesis, measured with fixed seeds."""
+
+import numpy as np
+import pytest
+
+import asynclab
+from asynclab import ConfigError
+from asynclab.cluster import Cluster, ComputeTime, Straggler, simulate_async
+from asynclab.engine import replay
+from asynclab.problems import beale, quadratic, rosenbrock
+from asynclab.rules import RULES, adag, downpour, dynsgd, make_rule
+
+# Per rule: hyperparameters for the convergence suite (n = 4 workers, no noise), chosen so
+# that each converges; the commit budgets are the "stated number of commits".
+SUITE = {
+    "sequential_sgd": dict(workers=1),
+    "downpour": dict(),
+    "dynsgd": dict(budget_factor=4),  # steps scaled by 1/(τ+1): ~4× smaller at n = 4
+    "agn": dict(local_steps=4),
+    "adag": dict(local_steps=4, gamma=1e-2),
+    "staleness_aware": dict(budget_factor=4),  # steps scaled by 1/τ
+    "delay_adaptive": dict(),
+    "dc_asgd": dict(),
+    "gap_aware": dict(budget_factor=4),  # steps divided by the gap G ≥ 1
+    "aeasgd": dict(local_steps=4, elasticity=5.0),
+    "eamsgd": dict(local_steps=4, elasticity=5.0, momentum=0.5),
+    "mixed": dict(group_size=2, local_steps=2),
+    "synchronous_sgd": dict(),
+    "model_averaging": dict(local_steps=4),
+    "local_sgd": dict(local_steps=4),
+    "post_local_sgd": dict(local_steps=4, warmup_rounds=20),
+    "easgd": dict(local_steps=4, elasticity=2.0),
+    "diloco": dict(local_steps=10, inner="adamw", learning_rate=0.01),
+}
+QUADRATIC = dict(problem="quadratic", problem_options={"dim": 10, "condition": 10.0},
+                 learning_rate=0.02, commits=3000, target=1e-4)
+ROSENBROCK = dict(problem="rosenbrock", learning_rate=5e-4, commits=12000, target=1e-2)
+
+
+def test_the_suite_covers_every_rule():
+    assert set(SUITE) == set(RULES)
+
+
+def _run(name, setting, seeds=(0,), **overrides):
+    options = dict(SUITE[name])
+    workers = options.pop("workers", 4)
+    local_steps = options.pop("local_steps", 1)
+    learning_rate = options.pop("learning_rate", setting["learning_rate"])
+    commits = setting["commits"] * options.pop("budget_factor", 1)
+    kwargs = dict(workers=workers, commits=commits, learning_rate=learning_rate,
+                  local_steps=local_steps, seeds=list(seeds),
+                  problem_options=setting.get("problem_options"))
+    kwargs.update(overrides)
+    return asynclab.run(setting["problem"], name, **kwargs, **options)
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+@pytest.mark.parametrize("setting", [QUADRATIC, ROSENBROCK], ids=["quadratic", "rosenbrock"])
+def test_converges_without_noise(name, setting):
+    result = _run(name, setting)
+    assert not result.diverged[0]
+    assert result.final_loss[0] < setting["target"], result.final_loss
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_dtype_kept_and_deterministic(name):
+    a = _run(name, QUADRATIC, seeds=(3,), commits=50, noise=1.0)
+    b = _run(name, QUADRATIC, seeds=(3,), commits=50, noise=1.0)
+    assert a.final_params.dtype == np.float32
+    assert a.loss.dtype == np.float32
+    np.testing.assert_array_equal(a.final_params, b.final_params)
+    np.testing.assert_array_equal(a.loss, b.loss)
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_no_retrace_on_new_seeds(name):
+    calls = []
+    base = quadratic(dim=3, condition=2.0)
+
+    def counted(p):
+        calls.append(1)
+        return base.loss(p)
+
+    problem = base._replace(loss=counted, batch_loss=lambda p, b: counted(p))
+    options = dict(SUITE[name])
+    workers = options.pop("workers", 4)
+    kwargs = dict(workers=workers, commits=40, noise=1.0, learning_rate=0.01,
+                  local_steps=options.pop("local_steps", 1))
+    kwargs["learning_rate"] = options.pop("learning_rate", 0.01)
+    options.pop("budget_factor", None)
+    first = asynclab.run(problem, name, seeds=[0, 1], **kwargs, **options)
+    traced = len(calls)
+    second = asynclab.run(problem, name, seeds=[5, 6], **kwargs, **options)
+    assert traced > 0 and len(calls) == traced
+    assert not np.array_equal(first.final_params, second.final_params)
+
+
+# ------------------------------------------------------------------------------ identities
+
+ONE_WORKER_ASYNC = ["downpour", "dynsgd", "agn", "adag", "staleness_aware", "delay_adaptive",
+                    "dc_asgd", "gap_aware", "mixed"]
+
+
+@pytest.mark.parametrize("name", ONE_WORKER_ASYNC)
+def test_asynchronous_rules_with_one_worker_and_one_step_are_sequential_sgd(name):
+    options = {"group_size": 1} if name == "mixed" else {}
+    kwargs = dict(workers=1, commits=300, seeds=[0, 1], noise=10.0, learning_rate=2e-3)
+    result = asynclab.run("beale", name, **kwargs, **options)
+    reference = asynclab.run("beale", "sequential_sgd", **kwargs)
+    np.testing.assert_allclose(result.center_path, reference.center_path, rtol=1e-5, atol=1e-5)
+
+
+def _trace(n=4, commits=400, local_steps=1, seed=0):
+    return simulate_async(Cluster(n), local_steps=local_steps, commits=commits, rng=seed)
+
+
+def test_agn_with_one_local_step_is_downpour():
+    trace = _trace()
+    a = replay(make_rule("agn", learning_rate=2e-3), beale(), trace, seeds=[0, 1], noise=10.0)
+    b = replay(downpour(2e-3), beale(), trace, seeds=[0, 1], noise=10.0)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
+
+
+def test_adag_with_infinite_gamma_is_agn():
+    trace = _trace(local_steps=3)
+    a = replay(adag(2e-3, 3, gamma=1e30), beale(), trace, seeds=[0, 1], noise=10.0)
+    b = replay(make_rule("agn", learning_rate=2e-3, local_steps=3), beale(), trace,
+               seeds=[0, 1], noise=10.0)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
+    c = replay(adag(2e-3, 3, gamma=1e-4), beale(), trace, seeds=[0, 1], noise=10.0)
+    assert not np.allclose(c.final_params, b.final_params, atol=1e-3)  # γ matters
+
+
+def test_eamsgd_with_zero_momentum_is_asynchronous_easgd():
+    trace = _trace(local_steps=4)
+    kwargs = dict(seeds=[0], noise=1.0)
+    a = replay(make_rule("eamsgd", learning_rate=1e-3, local_steps=4, momentum=0.0), beale(),
+               trace, **kwargs)
+    b = replay(make_rule("aeasgd", learning_rate=1e-3, local_steps=4), beale(), trace, **kwargs)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
+
+
+def test_diloco_with_plain_outer_step_is_model_averaging():
+    kwargs = dict(workers=4, commits=30, local_steps=5, seeds=[0, 1], noise=10.0,
+                  learning_rate=1e-3, init="random_per_worker")
+    a = asynclab.run("beale", "diloco", inner="sgd", outer_learning_rate=1.0,
+                     outer_momentum=0.0, **kwargs)
+    b = asynclab.run("beale", "model_averaging", **kwargs)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-5, atol=1e-5)
+
+
+def test_diloco_with_one_step_and_sgd_is_synchronous_sgd():
+    kwargs = dict(workers=4, commits=100, seeds=[0, 1], noise=10.0, learning_rate=1e-3)
+    a = asynclab.run("beale", "diloco", inner="sgd", outer_learning_rate=1.0,
+                     outer_momentum=0.0, local_steps=1, **kwargs)
+    b = asynclab.run("beale", "synchronous_sgd", **kwargs)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-5, atol=1e-5)
+
+
+def test_local_sgd_is_model_averaging_and_post_local_starts_synchronous():
+    kwargs = dict(workers=4, commits=30, local_steps=5, seeds=[0], noise=10.0)
+    a = asynclab.run("beale", "local_sgd", **kwargs)
+    b = asynclab.run("beale", "model_averaging", **kwargs)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
+    # post-local: the first warm-up rounds are synchronous SGD, then rounds of λ steps
+    post = asynclab.run("beale", "post_local_sgd", warmup_rounds=10, **kwargs)
+    sync = asynclab.run("beale", "synchronous_sgd", workers=4, commits=10, seeds=[0],
+                        noise=10.0)
+    np.testing.assert_allclose(post.center_path[0, 1:11], sync.center_path[0, 1:11],
+                               rtol=1e-5, atol=1e-6)
+    rounds = np.diff(post.time[0])
+    assert rounds[12:].mean() > 3 * rounds[:9].mean()  # later rounds take ~λ× longer
+
+
+def test_easgd_early_stop_skips_local_work_at_equilibrium():
+    """The thesis's test ‖η g‖ − ‖α (θᵏ − θ̃)‖ < η stops a round's local work."""
+    import jax
+    import jax.numpy as jnp
+
+    from asynclab.problems import stochastic_gradient
+
+    rule = make_rule("easgd", learning_rate=1e-3, local_steps=30, elasticity=5.0,
+                     early_stop=True)
+    gradient = stochastic_gradient(quadratic(dim=2, condition=1.0))  # g = θ
+    server = rule.init_server(jnp.zeros(2))
+    key = jax.random.key(0)
+    # ‖ηg‖ = 1e-3·0.1 is tiny, the elastic pull α‖θ − θ̃‖ = 5e-3·0.1: at equilibrium.
+    near = rule.init_worker(jnp.array([0.1, 0.0]), server)
+    after = rule.local(near, gradient, key, 0)
+    assert int(after.steps) == 0
+    np.testing.assert_array_equal(after.params, near.params)
+    # a large gradient and no elastic pull: all 30 steps are taken, as without the test
+    far = rule.init_worker(jnp.array([2000.0, 0.0]), server._replace(center=jnp.array(
+        [2000.0, 0.0])))
+    after = rule.local(far, gradient, key, 0)
+    assert int(after.steps) == 30
+    np.testing.assert_allclose(after.params[0], 2000.0 * (1 - 1e-3) ** 30, rtol=1e-5)
+    # in a run, the test changes the dynamics (thesis settings, n = 5, λ = 30)
+    kwargs = dict(workers=5, commits=100, local_steps=30, seeds=[0], learning_rate=1e-4,
+                  init="random_per_worker", elasticity=5.0)
+    free = asynclab.run("beale", "easgd", **kwargs)
+    stopped = asynclab.run("beale", "easgd", early_stop=True, **kwargs)
+    assert not np.allclose(free.final_params, stopped.final_params, atol=1e-3)
+    assert np.all(np.isfinite(stopped.final_params))
+
+
+# ------------------------------------------------------------------------------ behaviour
+
+
+def test_adag_absorbs_a_stragglers_stale_update_on_beale():
+    """Thesis Fig. 1.5 as a measurement: worker 0 is delayed 40 s at its first step, so its
+    gradient from the start point lands ~100 commits late. DOWNPOUR applies it in full;
+    ADAG scales it by the distance the centre has moved since that worker pulled."""
+    n_seeds = 16
+    cluster = Cluster(4, ComputeTime("exponential"),
+                      stragglers=(Straggler(worker=0, delay=40.0, at_step=0),))
+    traces = [simulate_async(cluster, commits=300, rng=s) for s in range(n_seeds)]
+    kwargs = dict(seeds=range(n_seeds), noise=10.0, record_every=1)
+    down = replay(downpour(5e-3), beale(), traces, **kwargs)
+    ada = replay(adag(5e-3, gamma=1e-2), beale(), traces, **kwargs)
+    jumps = {}
+    for name, result in (("downpour", down), ("adag", ada)):
+        moves = []
+        for s, trace in enumerate(traces):
+            t = int(np.argmax(trace.staleness))  # the straggler's commit
+            assert trace.worker[t] == 0 and trace.staleness[t] > 50
+            moves.append(np.linalg.norm(result.center_path[s, t + 1] - result.center_path[s, t]))
+        jumps[name] = np.array(moves)
+    assert np.all(jumps["downpour"] > 0.5)   # thrown: −η∇L(θ̃_{t−τ}) ≈ 0.9 long
+    assert np.all(jumps["adag"] < 0.05)      # absorbed
+    distance = {name: np.linalg.norm(r.final_params - beale().global_minimum, axis=1)
+                for name, r in (("downpour", down), ("adag", ada))}
+    assert distance["adag"].mean() < distance["downpour"].mean()
+
+
+def test_dynsgd_and_adag_stay_finite_where_downpour_diverges():
+    """n = 16 asynchronous workers, noisy quadratic (σ² = 1), η = 0.1."""
+    trace = simulate_async(Cluster(16), commits=5000, rng=0)
+    problem = quadratic(dim=10, condition=10.0)
+    kwargs = dict(seeds=range(4), noise=1.0)
+    assert np.all(replay(downpour(0.1), problem, trace, **kwargs).diverged)
+    for rule in (dynsgd(0.1), adag(0.1, gamma=1e-4), adag(0.1, gamma=1e-2)):
+        result = replay(rule, problem, trace, **kwargs)
+        assert not np.any(result.diverged), rule.name
+        assert np.all(result.final_loss < 1.0)
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    "name, params, word",
+    [
+        ("easgd", {"elasticity": 0.0}, "elasticity"),
+        ("aeasgd", {"elasticity": -1.0}, "elasticity"),
+        ("adag", {"gamma": 0.0}, "gamma"),
+        ("adag", {"gamma": -1e-4}, "gamma"),
+        ("eamsgd", {"momentum": 1.0}, "momentum"),
+        ("downpour", {"server_momentum": 1.5}, "server_momentum"),
+        ("downpour", {"worker_momentum": -1.0}, "worker_momentum"),
+        ("dc_asgd", {"kappa": -0.1}, "kappa"),
+        ("gap_aware", {"decay": 1.0}, "decay"),
+        ("diloco", {"inner": "lbfgs"}, "inner"),
+        ("diloco", {"outer_momentum": 1.0}, "outer_momentum"),
+        ("post_local_sgd", {"warmup_rounds": -1}, "warmup_rounds"),
+        ("mixed", {"between": "easgd"}, "between"),
+        ("downpour", {"gamma": 1.0}, "gamma"),
+        ("synchronous_sgd", {"local_steps": 3}, "local_steps"),
+    ],
+)
+def test_bad_hyperparameter_names_rule_and_parameter(name, params, word):
+    with pytest.raises(ConfigError, match=word) as error:
+        make_rule(name, learning_rate=0.01, **params)
+    assert name in str(error.value)
+
+
+@pytest.mark.parametrize("name", sorted(SUITE))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rule_functions_keep_the_parameter_dtype(name, dtype):
+    """Local work and the exchange keep low-precision parameters in their dtype."""
+    import jax
+    import jax.numpy as jnp
+
+    from asynclab.rules import AXIS
+
+    dtype = jnp.dtype(dtype)
+    options = {k: v for k, v in SUITE[name].items() if k not in ("workers", "budget_factor")}
+    options.setdefault("learning_rate", 0.01)
+    if name == "delay_adaptive":
+        options["workers"] = 4
+    rule = make_rule(name, **options)
+    center = jnp.linspace(-1, 1, 5).astype(dtype)
+
+    def gradient(params, key, worker, step):
+        return params + jax.random.normal(key, params.shape, params.dtype)
+
+    server = rule.init_server(center)
+    key = jax.random.key(0)
+    if rule.synchronous:
+        workers = jax.vmap(rule.init_worker, in_axes=(0, None))(jnp.stack([center] * 3), server)
+        local = jax.vmap(lambda w, i: rule.local(w, gradient, jax.random.fold_in(key, i), i))
+        workers = local(workers, jnp.arange(3))
+        server, workers, _ = jax.vmap(rule.synchronize, in_axes=(None, 0),
+                                      out_axes=(None, 0, 0), axis_name=AXIS)(server, workers)
+    else:
+        worker = rule.init_worker(center, server)
+        for _ in range(2):
+            worker = rule.local(worker, gradient, key, 0)
+            server, worker, _ = rule.exchange(server, worker)
+        workers = worker
+    assert server.center.dtype == dtype
+    assert workers.params.dtype == dtype
+    assert workers.pulled_center.dtype == dtype
