@@ -37,3 +37,20 @@ def test_threads_refuse_synchronous_rules_and_missing_devices():
         run_threads(model_averaging(0.1), beale(), commits=10)
     with pytest.raises(ConfigError, match="xla_force_host_platform_device_count"):
         run_threads(downpour(0.1), beale(), commits=10, workers=64)
+
+
+def test_cli_threads_backend_reports_the_real_run():
+    proc = subprocess.run(
+        [sys.executable, "-m", "asynclab.cli", "run", "--backend", "threads", "--devices", "2",
+         "--simulate-devices", "--rule", "dynsgd", "--commits", "100", "--noise", "1",
+         "--json"], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["backend"] == "threads" and out["events"] == 100
+    assert sum(out["staleness_histogram"]) == 100
+    assert out["wall_time"] > 0 and out["commits_per_second"] > 0
+    assert sum(out["predicted_staleness_histogram"]) >= 100
+    proc = subprocess.run(
+        [sys.executable, "-m", "asynclab.cli", "run", "--backend", "threads", "--devices", "3",
+         "--commits", "10"], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 2 and "--simulate-devices" in proc.stderr
