@@ -79,7 +79,8 @@ def test_staleness_aware_and_delay_adaptive_steps():
         np.testing.assert_allclose(server.center, c + (x - p) / max(tau, 1), rtol=1e-6, atol=1e-6)
         server, _, _ = exchange(delay_adaptive(0.1, workers=4), c, p, x, clock=20,
                                 pulled_clock=20 - tau)
-        np.testing.assert_allclose(server.center, c + (x - p) * 4 / max(4, tau), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(server.center, c + (x - p) * 4 / max(4, tau), rtol=1e-6,
+                                   atol=1e-6)
 
 
 def test_dc_asgd_compensates_the_gradient():
@@ -138,7 +139,8 @@ def test_synchronous_easgd_elastic_averaging():
     server, workers, _ = synchronize_all(easgd(lr, elasticity=rho), c, x)
     np.testing.assert_allclose(server.center, c + alpha * (x - c).sum(0), rtol=1e-5, atol=1e-6)
     beta = n * alpha
-    np.testing.assert_allclose(server.center, (1 - beta) * c + beta * x.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(server.center, (1 - beta) * c + beta * x.mean(0), rtol=1e-5,
+                               atol=1e-6)
     np.testing.assert_allclose(workers.params, x - alpha * (x - c), rtol=1e-6, atol=1e-6)
 
 
@@ -193,7 +195,8 @@ def test_worker_momentum_survives_pulls():
     server, worker, _ = rule.exchange(server, worker)
     worker = rule.local(worker, gradient, key, 0)
     # second step: buffer = 0.9·1 + 1 = 1.9, step −0.19
-    np.testing.assert_allclose(worker.params - worker.pulled_center, [-0.19, -0.19], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(worker.params - worker.pulled_center, [-0.19, -0.19], rtol=1e-5,
+                               atol=1e-6)
 
 
 def test_states_are_typed_named_tuples():

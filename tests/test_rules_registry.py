@@ -8,7 +8,7 @@ import asynclab
 from asynclab import ConfigError
 from asynclab.cluster import Cluster, ComputeTime, Straggler, simulate_async
 from asynclab.engine import replay
-from asynclab.problems import beale, quadratic, rosenbrock
+from asynclab.problems import beale, quadratic
 from asynclab.rules import RULES, adag, downpour, dynsgd, make_rule
 
 # Per rule: hyperparameters for the convergence suite (n = 4 workers, no noise), chosen so

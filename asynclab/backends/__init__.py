@@ -1,7 +1,25 @@
 """Executors on real devices, sharing the rules with the simulator's replay."""
 
+from ._distributed import initialize as initialize
+from ._pmap import BackendRun as BackendRun
+from ._pmap import random_order_trace as random_order_trace
+from ._pmap import round_robin_trace as round_robin_trace
+from ._pmap import run_pmap as run_pmap
+from ._pmap import segment_starts as segment_starts
+from ._pmap import trace_from_order as trace_from_order
 from ._threads import ThreadsRun as ThreadsRun
 from ._threads import predicted_staleness as predicted_staleness
 from ._threads import run_threads as run_threads
 
-__all__ = ["ThreadsRun", "predicted_staleness", "run_threads"]
+__all__ = [
+    "BackendRun",
+    "ThreadsRun",
+    "initialize",
+    "predicted_staleness",
+    "random_order_trace",
+    "round_robin_trace",
+    "run_pmap",
+    "run_threads",
+    "segment_starts",
+    "trace_from_order",
+]

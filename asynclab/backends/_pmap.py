@@ -9,9 +9,10 @@ Asynchronous rules run a trace cut into *segments* in which each worker appears 
 once (greedily, in trace order). A segment is one call: the devices whose worker commits
 in it run ``rule.local`` in parallel (the others skip it), the local results are
 all-gathered, and every device applies the segment's exchanges in trace order to its
-replica of the server, keeping its own worker's pull. Since a worker's local work
-depends only on its own state since its last pull, this is the arithmetic of the replay,
-event for event: same rule, same trace, same seed ⇒ the same numbers to float tolerance.
+replica of the server, keeping its own worker's pull (so each device briefly holds every
+worker's state: n × one worker's memory). Since a worker's local work depends only on its
+own state since its last pull, this is the arithmetic of the replay, event for event:
+same rule, same trace, same seed ⇒ the same numbers to float tolerance.
 
 Everything the run needs per call (server, workers, keys, the segment table) stays on
 the devices; the host only dispatches, and waits every ``sync_every`` (≤ 16) calls —
@@ -25,6 +26,7 @@ for ``None``) and leave the per-device programs unchanged.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import OrderedDict
@@ -70,41 +72,47 @@ class BackendRun(NamedTuple):
 
 
 def trace_from_order(worker: Sequence[int], n_workers: int, *, local_steps: int = 1,
-                     time: Sequence[float] | None = None) -> Trace:
+                     time: Sequence[float] | None = None, group_size: int = 1) -> Trace:
     """The :class:`~asynclab.cluster.Trace` of commits by ``worker`` in this order.
 
     Each worker pulls right after its commit, so commit ``t`` by worker ``k`` has
     ``pulled_clock`` = 1 + the index of ``k``'s previous commit (0 for its first).
 
     Args:
-      worker: the committing worker of each event.
-      n_workers: number of workers.
+      worker: the committing worker (or group, for a mixed rule) of each event.
+      n_workers: number of workers (groups).
       local_steps: λ, the local steps per commit.
       time: seconds of each commit (default: every worker takes one second per commit
         and the commits are spread evenly, ``(t + 1) / n``).
+      group_size: workers per group, for the ``mixed`` rule.
     """
     worker = np.asarray(worker, np.int32)
+    if int(n_workers) != n_workers or n_workers < 1:
+        raise ConfigError(f"n_workers must be an integer >= 1, got {n_workers!r}")
     if worker.ndim != 1 or np.any(worker < 0) or np.any(worker >= n_workers):
-        raise ConfigError(f"workers must be a list of ids in [0, {n_workers}), got {worker!r}")
+        raise ConfigError(f"worker must be a list of ids in [0, {n_workers})")
     last = np.zeros(n_workers, np.int32)
     pulled = np.empty_like(worker)
-    for t, k in enumerate(worker):
+    for t, k in enumerate(worker.tolist()):
         pulled[t] = last[k]
         last[k] = t + 1
     if time is None:
         time = np.arange(1, worker.size + 1) / n_workers
     return Trace(time=np.asarray(time, np.float64), worker=worker, pulled_clock=pulled,
                  staleness=(np.arange(worker.size, dtype=np.int32) - pulled),
-                 n_workers=int(n_workers), local_steps=int(local_steps))
+                 n_workers=int(n_workers), local_steps=int(local_steps),
+                 group_size=int(group_size))
 
 
-def round_robin_trace(n_workers: int, rounds: int, *, local_steps: int = 1) -> Trace:
+def round_robin_trace(n_workers: int, rounds: int, *, local_steps: int = 1,
+                      group_size: int = 1) -> Trace:
     """Workers commit in the fixed order 0, 1, …, n−1, ``rounds`` times."""
     return trace_from_order(np.tile(np.arange(n_workers), rounds), n_workers,
-                            local_steps=local_steps)
+                            local_steps=local_steps, group_size=group_size)
 
 
-def random_order_trace(n_workers: int, rounds: int, rng, *, local_steps: int = 1) -> Trace:
+def random_order_trace(n_workers: int, rounds: int, rng, *, local_steps: int = 1,
+                       group_size: int = 1) -> Trace:
     """Every worker commits once per round, in a fresh random order each round.
 
     Args:
@@ -112,7 +120,8 @@ def random_order_trace(n_workers: int, rounds: int, rng, *, local_steps: int = 1
     """
     rng = np.random.default_rng(rng)
     order = np.concatenate([rng.permutation(n_workers) for _ in range(rounds)])
-    return trace_from_order(order, n_workers, local_steps=local_steps)
+    return trace_from_order(order, n_workers, local_steps=local_steps,
+                            group_size=group_size)
 
 
 def segment_starts(trace: Trace | RoundTrace) -> np.ndarray:
@@ -153,19 +162,24 @@ class Plan(NamedTuple):
 
 
 def _plan(trace, starts: np.ndarray, record_every: int) -> Plan:
+    """The plan, its segment axis padded to a power of two (at least 64) so that traces
+    of similar length share one compilation."""
     n_segments = starts.size - 1
+    rows = max(64, 1 << max(0, n_segments - 1).bit_length())
+    width = 1 if isinstance(trace, RoundTrace) else trace.n_workers
+    start = np.full(rows, trace.n_events, np.int32)
+    start[:n_segments] = starts[:-1]
+    order = np.zeros((rows, width), np.int32)
+    active = np.zeros((rows, width), bool)
     if isinstance(trace, RoundTrace):
-        order = np.zeros((n_segments, 1), np.int32)
-        active = np.ones((n_segments, 1), bool)
+        active[:n_segments] = True
     else:
-        order = np.zeros((n_segments, trace.n_workers), np.int32)
-        active = np.zeros((n_segments, trace.n_workers), bool)
         for s in range(n_segments):
             members = trace.worker[starts[s]:starts[s + 1]]
             order[s, :members.size] = members
             active[s, :members.size] = True
-    return Plan(start=starts[:-1].astype(np.int32), order=order, active=active,
-                n_events=np.int32(trace.n_events), record_every=np.int32(record_every))
+    return Plan(start=start, order=order, active=active, n_events=np.int32(trace.n_events),
+                record_every=np.int32(record_every))
 
 
 # ----------------------------------------------------------------------------- devices
@@ -176,15 +190,34 @@ def _over_devices(fn, devices, in_axes, out_axes):
     return jax.pmap(fn, axis_name=AXIS, in_axes=in_axes, out_axes=out_axes, devices=devices)
 
 
+@functools.lru_cache(maxsize=16)
+def _placer(devices: tuple | None, kind: str):
+    """Small pmapped helpers, one compilation per device set."""
+    devices = None if devices is None else list(devices)
+    if kind == "replicate":
+        return _over_devices(lambda _, x: x, devices, (0, None), None)
+    if kind == "shard":
+        return _over_devices(lambda x: x, devices, 0, 0)
+    return _over_devices(lambda _: jax.lax.axis_index(AXIS), devices, 0, 0)  # "index"
+
+
 def _replicate(tree, devices, n_local: int):
     """``tree`` copied onto every device once, in the layout ``in_axes=None`` reads."""
-    place = _over_devices(lambda _, x: x, devices, (0, None), None)
-    return place(np.zeros(n_local, np.int32), tree)
+    return _placer(_key(devices), "replicate")(np.zeros(n_local, np.int32), tree)
 
 
 def _shard(tree, devices):
     """``tree`` (leading axis = local devices) placed one row per device, once."""
-    return _over_devices(lambda x: x, devices, 0, 0)(tree)
+    return _placer(_key(devices), "shard")(tree)
+
+
+def _axis_indices(devices, n_local: int) -> np.ndarray:
+    """Which worker (index on the mapped axis) each local device is."""
+    return _rows(_placer(_key(devices), "index")(np.zeros(n_local, np.int32)))
+
+
+def _key(devices):
+    return None if devices is None else tuple(devices)
 
 
 def _replica(x) -> np.ndarray:
@@ -351,6 +384,20 @@ def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, dev
     return fn
 
 
+def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
+    """The jitted ``init_key -> (server, workers, loss of the centre)``, cached."""
+    key = ("initial", id(rule), id(problem), n_workers, init)
+    if key not in _PROGRAMS:
+        def initial(init_key):
+            server, workers = initial_state(rule, problem, init_key, n_workers, init)
+            return server, workers, problem.loss(server.center)
+
+        _PROGRAMS[key] = (rule, problem, jax.jit(initial))
+        while len(_PROGRAMS) > 16:
+            _PROGRAMS.popitem(last=False)
+    return _PROGRAMS[key][-1]
+
+
 # ----------------------------------------------------------------------------- checks
 
 
@@ -381,9 +428,10 @@ def _check(rule, problem: Problem, trace, init: str, record_every, sync_every, c
     if init == "random_per_worker" and not rule.synchronous:
         raise ConfigError(f"init='random_per_worker' needs a synchronous rule; {rule.name} "
                           "workers start by pulling the centre")
-    for name, value, top in (("record_every", record_every, None),
-                             ("sync_every", sync_every, MAX_IN_FLIGHT),
-                             ("checkpoint_every", checkpoint_every or 1, None)):
+    counts = [("record_every", record_every, None), ("sync_every", sync_every, MAX_IN_FLIGHT)]
+    if checkpoint_every is not None:
+        counts.append(("checkpoint_every", checkpoint_every, None))
+    for name, value, top in counts:
         if isinstance(value, bool) or int(value) != value or value < 1 or (
                 top is not None and value > top):
             bound = f" and <= {top}" if top else ""
@@ -432,9 +480,9 @@ def run_pmap(
       record_every: record the central loss every k events (and after the last).
       record_paths: record central and worker trajectories (default: for d ≤ 2; never
         across processes).
-      checkpoint: a file to write checkpoints to (and resume from).
-      checkpoint_every: write the checkpoint every this many segments (rounds) and at the
-        end.
+      checkpoint: a file to write checkpoints to (and resume from); written at the end
+        (and when the run diverges) at least.
+      checkpoint_every: also write it every this many segments (rounds).
       resume: continue from ``checkpoint`` if it exists (a checkpoint of another run
         configuration is a ConfigError); start from the beginning if it does not.
       sync_every: wait for the devices every this many calls (1 to 16).
@@ -466,11 +514,10 @@ def run_pmap(
     program = _program(rule, problem, noise, record_paths, pmap_devices)
 
     # Which global worker each local device is (its index on the mapped axis).
-    ids = np.asarray(_rows(_over_devices(lambda _: jax.lax.axis_index(AXIS), pmap_devices,
-                                         0, 0)(np.zeros(n_local, np.int32))))
+    ids = _axis_indices(pmap_devices, n_local)
     init_key, worker_keys = seed_keys(seed, n)
-    server, workers = jax.jit(lambda k: initial_state(rule, problem, k, n, init))(init_key)
-    first_loss = float(jax.jit(problem.loss)(server.center))
+    server, workers, first_loss = _initial(rule, problem, n, init)(init_key)
+    first_loss = float(first_loss)
     first_center = np.asarray(server.center)
     server = jax.tree.map(np.asarray, server)
     workers = jax.tree.map(lambda x: np.asarray(x)[ids], workers)  # this process's rows
@@ -479,7 +526,7 @@ def run_pmap(
     fingerprint = _checkpoint.fingerprint(rule, problem, trace, seed=seed, noise=noise,
                                           init=init, record_every=record_every,
                                           record_paths=record_paths)
-    records = _Records(record_paths, record_every, n_events)
+    records = _Records(record_paths, record_every, n_events, problem.dim)
     position, diverged_at = 0, -1
     path = None if checkpoint is None else _checkpoint.process_path(checkpoint)
     if resume and path.exists():
@@ -502,8 +549,8 @@ def run_pmap(
         shared, workers, out = program(shared, workers, keys, plan)
         pending.append(out)
         step += 1
-        save_now = checkpoint_every is not None and (step % checkpoint_every == 0
-                                                     or step == n_segments)
+        save_now = checkpoint is not None and (step == n_segments or (
+            checkpoint_every is not None and step % checkpoint_every == 0))
         if len(pending) == sync_every or step == n_segments or save_now:
             jax.block_until_ready((shared, workers))
             now = time.perf_counter()
@@ -515,9 +562,9 @@ def run_pmap(
                 _checkpoint.save(path, fingerprint, state, step, diverged_at, records.state())
 
     events_done = int(starts[step])
-    loss, center_path, worker_path = records.arrays(first_loss, first_center, n_events,
-                                                    record_every, n, problem.dim,
-                                                    rule.synchronous, events_done)
+    worker_tail = (n, problem.dim) if rule.synchronous else (problem.dim,)
+    loss, center_path, worker_path = records.arrays(first_loss, first_center, worker_tail,
+                                                    events_done)
     time_, worker, staleness = _event_arrays(trace, rule.synchronous)
     result = Result(
         config={**dict(config or {}), "backend": "pmap", "rule": rule.name,
@@ -551,11 +598,11 @@ def _event_arrays(trace, synchronous: bool):
 
 
 class _Records:
-    """Loss, paths and wall time gathered on the host at each wait."""
+    """Loss, paths and wall time, gathered on the host at each wait."""
 
-    def __init__(self, record_paths: bool, record_every: int, n_events: int):
+    def __init__(self, record_paths: bool, record_every: int, n_events: int, dim: int):
         self.record_paths = record_paths
-        self.record_every, self.n_events = record_every, n_events
+        self.record_every, self.n_events, self.dim = record_every, n_events, dim
         self.loss: list[np.ndarray] = []
         self.centers: list[np.ndarray] = []
         self.paths: list[np.ndarray] = []
@@ -566,56 +613,56 @@ class _Records:
         for offset, (values, centers, local_params) in enumerate(pending):
             s = first_step + offset
             size = int(starts[s + 1] - starts[s])
-            values = _replica(values)[:size]
-            due = self._due(starts[s], size)
-            self.loss.append(values[due])
+            index = np.arange(starts[s], starts[s] + size)
+            due = ((index + 1) % self.record_every == 0) | (index == self.n_events - 1)
+            if due.any():  # else there is nothing to read back from the devices
+                self.loss.append(_replica(values)[:size][due])
+                if self.record_paths:
+                    self.centers.append(_replica(centers)[:size][due])
             if self.record_paths:
-                self.centers.append(_replica(centers)[:size][due])
                 local_params = _rows(local_params)
                 if isinstance(trace, RoundTrace):
                     self.paths.append(local_params[None])
                 else:
                     self.paths.append(local_params[trace.worker[starts[s]:starts[s + 1]]])
 
-    def _due(self, start, size):
-        index = np.arange(start, start + size)
-        return ((index + 1) % self.record_every == 0) | (index == self.n_events - 1)
-
     def state(self) -> dict:
-        def cat(parts, tail):
-            return np.concatenate(parts) if parts else np.zeros((0,) + tail)
-        return {"loss": cat(self.loss, ()), "wall_time": cat(self.times, ()),
-                **({"center_path": np.concatenate(self.centers),
-                    "worker_path": np.concatenate(self.paths)}
-                   if self.record_paths and self.paths else {})}
+        """The records so far, for a checkpoint."""
+        state = {"loss": _cat(self.loss, (0,)), "wall_time": _cat(self.times, (0,))}
+        if self.record_paths:
+            state["center_path"] = _cat(self.centers, (0, self.dim))
+            state["worker_path"] = _cat(self.paths, (0, self.dim))
+        return state
 
     def restore(self, saved: dict) -> None:
-        self.loss = [saved["loss"]]
-        self.times = [saved["wall_time"]]
-        if self.record_paths and "center_path" in saved:
+        self.loss, self.times = [saved["loss"]], [saved["wall_time"]]
+        if self.record_paths:
             self.centers = [saved["center_path"]]
-            self.paths = [saved["worker_path"]]
+            self.paths = [saved["worker_path"]] if saved["worker_path"].size else []
 
     def wall_time(self, n_segments: int) -> np.ndarray:
-        seconds = np.concatenate(self.times) if self.times else np.zeros(0)
+        seconds = _cat(self.times, (0,))
         return np.concatenate([seconds, np.full(n_segments - seconds.size, np.nan)])
 
-    def arrays(self, first_loss, first_center, n_events, record_every, n, dim, synchronous,
-               events_done):
-        n_records = math.ceil(n_events / record_every)
+    def arrays(self, first_loss, first_center, worker_tail, events_done):
+        """``(loss, center_path, worker_path)`` with a leading seed axis; NaN for what a
+        diverged run did not record."""
+        n_records = math.ceil(self.n_events / self.record_every)
         loss = np.full(n_records + 1, np.nan)
-        done = np.concatenate(self.loss) if self.loss else np.zeros(0)
+        done = _cat(self.loss, (0,))
         loss[0] = first_loss
         loss[1:1 + done.size] = done
         if not self.record_paths:
             return loss[None], None, None
-        center_path = np.full((n_records + 1, dim), np.nan)
+        center_path = np.full((n_records + 1, self.dim), np.nan)
         center_path[0] = first_center
-        if self.centers:
-            centers = np.concatenate(self.centers)
-            center_path[1:1 + centers.size // dim] = centers
-        tail = (n, dim) if synchronous else (dim,)
-        worker_path = np.full((n_events,) + tail, np.nan)
+        centers = _cat(self.centers, (0, self.dim))
+        center_path[1:1 + len(centers)] = centers
+        worker_path = np.full((self.n_events,) + worker_tail, np.nan)
         if self.paths:
             worker_path[:events_done] = np.concatenate(self.paths)[:events_done]
         return loss[None], center_path[None], worker_path[None]
+
+
+def _cat(parts: list[np.ndarray], empty: tuple) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(empty)
