@@ -54,3 +54,26 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
         timings[name] = time.perf_counter() - start
         echo(f"{name}: {timings[name]:.1f} s -> {out / (name + '.png')}")
     return timings
+
+
+def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=None) -> dict:
+    """What every figure script does: run the study, save its data, draw the PNG.
+
+    Args:
+      name: the figure's name (file names ``out/NAME.png`` and ``out/data/NAME.npz``).
+      study: the study module (``Config`` with ``quick()``, ``run(config, progress)``).
+      draw: ``draw(data, path)`` from ``asynclab.plot``.
+      quick: use ``study.Config.quick()``.
+      out: output folder (default: ``figures/``).
+
+    Returns:
+      The study's data.
+    """
+    from . import studies
+
+    out = Path(out) if out is not None else figures_dir()
+    config = study.Config.quick() if quick else study.Config()
+    data = study.run(config, progress=progress)
+    studies.save(out / "data" / f"{name}.npz", data, config)
+    draw(data, out / f"{name}.png")
+    return data

@@ -3,20 +3,14 @@ plus a heterogeneous cluster and one with a 10× slower worker."""
 
 from pathlib import Path
 
-from asynclab import studies
+from asynclab.figures import produce
 from asynclab.plot.staleness import plot_staleness
 from asynclab.studies import staleness
 
-NAME = "staleness"
-
 
 def main(quick: bool = False, out=None) -> dict:
-    out = Path(out) if out is not None else Path(__file__).parent
-    config = staleness.Config.quick() if quick else staleness.Config()
-    data = staleness.run(config)
-    studies.save(out / "data" / f"{NAME}.npz", data, config)
-    plot_staleness(data, out / f"{NAME}.png")
-    return data
+    return produce("staleness", staleness, plot_staleness, quick=quick,
+                   out=out or Path(__file__).parent)
 
 
 if __name__ == "__main__":
