@@ -17,7 +17,8 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
 (c) replay  the same with SEEDS_C seeds vmapped; replica-updates/s = seeds × commits / s.
 (d) simpy   ``simulate_async`` events/s beside a bare SimPy loop of timeouts.
 
-Every rate is the best of 3 repeats (``time.perf_counter``). Before timing, the script
+Every rate is the best of 3 repeats (``time.perf_counter``), the repeats of the
+rows compared with each other interleaved. Before timing, the script
 checks that (a), driven by the trace's worker order instead of its heap with σ² = 0,
 ends at the same centre as (b).
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import heapq
 import os
 import platform
@@ -50,7 +52,7 @@ QUAD_CONDITION = 100.0
 # on 2 cores (and a fraction of that with --quick).
 SIZES = {
     "full": {
-        "beale": {"a": 300_000, "b": 400_000, "c": 10_000},
+        "beale": {"a": 300_000, "b": 600_000, "c": 10_000},
         "quadratic": {"a": 100_000, "b": 40_000, "c": 100},
         "simpy": 200_000,
     },
@@ -159,14 +161,20 @@ def bare_simpy(delays):
 # ----------------------------------------------------------------------------- helpers
 
 
-def best_of(fn, repeats=REPEATS):
-    """Best wall time of ``repeats`` calls of ``fn`` (and its last result)."""
-    best, out = float("inf"), None
+def best_of(fns, repeats=REPEATS):
+    """Best wall time of each of ``fns`` over ``repeats`` rounds, and its last result.
+
+    The functions are called in turn within each round (interleaved), so that a change
+    of load on the machine during the run hits all of them alike.
+    """
+    best = {name: float("inf") for name in fns}
+    out = {}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        jax.block_until_ready(out)
-        best = min(best, time.perf_counter() - t0)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            out[name] = fn()
+            jax.block_until_ready(out[name])
+            best[name] = min(best[name], time.perf_counter() - t0)
     return best, out
 
 
@@ -218,6 +226,8 @@ def main(argv=None):
           f"python {platform.python_version()}  jax {jax.__version__}  "
           f"numpy {np.__version__}  simpy {simpy.__version__}  "
           f"backend {jax.default_backend()}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average before the run (1, 5, 15 min): {load} on {os.cpu_count()} cpus")
     print(f"DOWNPOUR λ=1, n={N_WORKERS} workers, exponential compute times, σ²={NOISE}; "
           f"best of {REPEATS}")
 
@@ -234,37 +244,38 @@ def main(argv=None):
     for name, (problem, lr, gradient) in problems.items():
         n = sizes[name]
         rule = asynclab.rules.downpour(lr)
-
-        t_a, centre = best_of(lambda: numpy_downpour(gradient, problem.start, lr, NOISE,
-                                                     n["a"]))
-        assert np.all(np.isfinite(centre)), f"numpy loop diverged on {name}"
-        rate_a = n["a"] / t_a
+        fns = {"a": functools.partial(numpy_downpour, gradient, problem.start, lr, NOISE,
+                                      n["a"])}
+        compile_s = {}
+        for row, seeds, commits in (("b", [0], n["b"]), ("c", range(SEEDS_C), n["c"])):
+            fns[row] = replay_fn(rule, problem, trace_of(commits), seeds)
+            t0 = time.perf_counter()
+            fns[row]()  # warm-up: compiles
+            compile_s[row] = time.perf_counter() - t0
+        best, out = best_of(fns)
+        assert np.all(np.isfinite(out["a"])), f"numpy loop diverged on {name}"
+        rate_a = n["a"] / best["a"]
         rows.append(("a", "numpy event loop, 1 seed", name, problem.dim, rate_a, "events/s",
                      1.0, None))
-
-        for row, seeds, commits in (("b", [0], n["b"]), ("c", range(SEEDS_C), n["c"])):
-            fn = replay_fn(rule, problem, trace_of(commits), seeds)
-            t0 = time.perf_counter()
-            fn()  # warm-up: compiles
-            first = time.perf_counter() - t0
-            t, result = best_of(fn)
+        for row in ("b", "c"):
+            result = out[row]
             assert np.all(np.isfinite(result.final_params)), f"replay diverged on {name}"
             replicas = len(result.seeds)
-            rate = replicas * commits / t
+            rate = replicas * n[row] / best[row]
             label = ("asynclab replay, 1 seed" if row == "b"
                      else f"asynclab replay, {replicas} seeds")
             unit = "events/s" if row == "b" else "replica-upd/s"
             rows.append((row, label, name, problem.dim, rate, unit, rate / rate_a,
-                         max(first - t, 0.0)))
+                         max(compile_s[row] - best[row], 0.0)))
 
     n_sim = sizes["simpy"]
     cluster = Cluster(N_WORKERS, ComputeTime("exponential"))
     per = n_sim // N_WORKERS
     delays = np.random.default_rng(0).exponential(1.0, (N_WORKERS, per)).tolist()
-    t_bare, _ = best_of(lambda: bare_simpy(delays))
-    rate_bare = N_WORKERS * per / t_bare
-    t_sim, trace = best_of(lambda: simulate_async(cluster, commits=n_sim, rng=0))
-    rate_sim = trace.n_events / t_sim
+    best, out = best_of({"bare": lambda: bare_simpy(delays),
+                         "sim": lambda: simulate_async(cluster, commits=n_sim, rng=0)})
+    rate_bare = N_WORKERS * per / best["bare"]
+    rate_sim = out["sim"].n_events / best["sim"]
     rows.append(("d0", "bare SimPy timeouts", "-", "-", rate_bare, "events/s", 1.0, None))
     rows.append(("d", "simulate_async -> Trace", "-", "-", rate_sim, "events/s",
                  rate_sim / rate_bare, None))
@@ -284,6 +295,8 @@ def main(argv=None):
     print()
     print("ratio: to (a) on the same problem; for (d) to the bare SimPy loop. "
           "compile: first call minus best call.")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average after the run (1, 5, 15 min): {load}")
 
 
 if __name__ == "__main__":
