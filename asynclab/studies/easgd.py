@@ -1,0 +1,299 @@
+"""EASGD's equilibrium and the stability of asynchronous EASGD.
+
+Part 1, synchronous EASGD on Beale's function with the thesis's settings (n = 5,
+λ = 30, η = 1e-5, ρ ∈ {5, 1}, α = ηρ), with and without the thesis's early-stop test
+‖η g‖ − ‖α (θᵏ − θ̃)‖ < η, which ends a worker's local work once its gradient step no
+longer beats the elastic pull (the equilibrium −η g = α (θᵏ − θ̃)). All workers start
+at Beale's start point. Gradients are noise-free here: with gradient noise the engine
+draws a stopped worker's noise from its count of *taken* steps, so a worker that stops
+re-draws the same noisy gradient every round and can freeze (see
+``figures/notes/easgd.md``). Measured: central loss per round, each worker's distance
+to the centre, the distance at which the test fires, (‖g‖ − 1)/ρ, and the local steps
+actually taken per round (re-evaluated with the rule's own local work on the recorded
+states, which also checks the reconstruction against the replay).
+
+Part 2, asynchronous EASGD (``aeasgd``) on a 2-D quadratic (curvatures 1 and 10)
+over communication period λ × elasticity ρ, many seeds, each with its own cluster
+schedule (exponential compute times): the fraction of runs whose centre overflows
+(``Result.diverged``). The linear analysis of one exchange explains the boundary: on a
+direction of curvature h a worker's λ local steps multiply its offset by
+c = (1 − ηh)^λ, and the exchange mixes worker and centre with the matrix
+[[1 − α, α], [α, 1 − α]] (eigenvalues 1 and 1 − 2α). For one worker the cycle is
+stable iff α < 2 (1 + c) / (1 + 3c): α < 1 when λ is small (c → 1: the elastic
+exchange overshoots and nothing damps it), up to α < 2 when λ is large (c → 0: the
+local steps pull the worker back to the minimum between two exchanges). For n workers
+the study computes the spectral radius of the round-robin cycle and the Lyapunov
+exponent of a random exchange order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
+from ..engine import replay
+from ..problems import get_problem, stochastic_gradient
+from ..rules import make_rule
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """What the study simulates.
+
+    Attributes:
+      workers, local_steps, learning_rate, elasticities: synchronous EASGD (thesis).
+      rounds: synchronous rounds.
+      noise: gradient-noise variance σ² of part 1 (0: see the module docstring).
+      seed: the seed of part 1.
+      map_workers, map_learning_rate: asynchronous EASGD's n and η.
+      map_local_steps, map_elasticities: the λ × ρ grid.
+      map_dim, map_condition: the quadratic (curvatures log-spaced in [1, condition]).
+      map_exchanges: exchanges per worker (commits = n × this).
+      map_seeds: seeds; seed s draws the start and the cluster schedule.
+      check_workers, check_alphas: λ = 1 cells at α = ηρ just below and above 1 for
+        other worker counts (is the boundary α ≈ 1 or α·n ≈ 1?).
+    """
+
+    workers: int = 5
+    local_steps: int = 30
+    learning_rate: float = 1e-5
+    elasticities: tuple[float, ...] = (5.0, 1.0)
+    rounds: int = 20_000
+    noise: float = 0.0
+    seed: int = 0
+    map_workers: int = 4
+    map_learning_rate: float = 0.05
+    map_local_steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    map_elasticities: tuple[float, ...] = tuple(float(v) for v in np.geomspace(10, 60, 10))
+    map_dim: int = 2
+    map_condition: float = 10.0
+    map_exchanges: int = 500
+    map_seeds: tuple[int, ...] = tuple(range(32))
+    check_workers: tuple[int, ...] = (1, 2, 8)
+    check_alphas: tuple[float, ...] = (0.9, 1.1)
+
+    @classmethod
+    def quick(cls) -> Config:
+        return cls(rounds=3_000, map_local_steps=(1, 64), map_elasticities=(15.0, 33.0),
+                   map_exchanges=300, map_seeds=tuple(range(8)), check_workers=())
+
+
+# ----------------------------------------------------------------------------- theory
+
+
+def _exchange_matrix(alpha: float, contraction: float, n: int, k: int) -> np.ndarray:
+    """Worker k's λ local steps (×c on its offset), then its elastic exchange, acting on
+    (θ̃, θ¹, …, θⁿ) along one eigen-direction of a quadratic."""
+    local = np.eye(n + 1)
+    local[k + 1, k + 1] = contraction
+    mix = np.eye(n + 1)
+    mix[0, 0] = mix[k + 1, k + 1] = 1 - alpha
+    mix[0, k + 1] = mix[k + 1, 0] = alpha
+    return mix @ local
+
+
+def elastic_growth(alpha: float, contraction: float, n: int, order=None) -> float:
+    """Growth factor per exchange of linear asynchronous EASGD on one direction.
+
+    ``order=None``: round robin, the spectral radius of the n-exchange cycle to the
+    power 1/n. Otherwise ``order`` lists the committing workers; the Lyapunov exponent
+    along it is returned as a factor.
+    """
+    if order is None:
+        cycle = np.eye(n + 1)
+        for k in range(n):
+            cycle = _exchange_matrix(alpha, contraction, n, k) @ cycle
+        return float(np.max(np.abs(np.linalg.eigvals(cycle))) ** (1.0 / n))
+    mats = [_exchange_matrix(alpha, contraction, n, k) for k in range(n)]
+    v = np.ones(n + 1) + np.arange(n + 1) * 0.1
+    total = 0.0
+    for k in order:
+        v = mats[k] @ v
+        norm = np.linalg.norm(v)
+        total += np.log(norm)
+        v /= norm
+    return float(np.exp(total / len(order)))
+
+
+def critical_alpha(contractions, n: int, order=None, high: float = 4.0) -> float:
+    """The largest α at which every direction (contraction c) still contracts."""
+
+    def stable(alpha):
+        return all(elastic_growth(alpha, c, n, order) <= 1 + 1e-9 for c in contractions)
+
+    low = 1e-3
+    for _ in range(30):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if stable(mid) else (low, mid)
+    return low
+
+
+# ----------------------------------------------------------------------------- part 1
+
+
+def _steps_taken(rule, problem, noise, starts, centers):
+    """Re-run one round's local work of the rule from recorded states: steps taken."""
+    gradient = stochastic_gradient(problem, noise)
+
+    def one(start, center, worker_id):
+        worker = rule.init_worker(start, rule.init_server(center))
+        worker = rule.local(worker, gradient, jax.random.key(0), worker_id)
+        return worker.steps, worker.params
+
+    flat = jax.jit(jax.vmap(one))
+    n = starts.shape[1]
+    ids = np.broadcast_to(np.arange(n), starts.shape[:2]).reshape(-1)
+    steps, params = flat(jnp.asarray(starts.reshape(-1, 2)),
+                         jnp.asarray(np.repeat(centers, n, axis=0)), jnp.asarray(ids))
+    return np.asarray(steps).reshape(starts.shape[:2]), np.asarray(params).reshape(starts.shape)
+
+
+def _synchronous(config: Config, progress) -> dict:
+    problem = get_problem("beale")
+    n, lam, eta = config.workers, config.local_steps, config.learning_rate
+    trace = simulate_sync(Cluster(workers=n), local_steps=lam, rounds=config.rounds)
+    grad = jax.jit(jax.vmap(jax.grad(problem.loss)))
+    keep = max(1, config.rounds // 2000)
+    out: dict = {}
+    runs = [(rho, stop) for rho in config.elasticities for stop in (False, True)]
+    for rho, stop in tqdm(runs, desc="synchronous EASGD",
+                          disable=None if progress is None else not progress):
+        rule = make_rule("easgd", learning_rate=eta, local_steps=lam, elasticity=rho,
+                         early_stop=stop)
+        result = replay(rule, problem, trace, seeds=[config.seed], noise=config.noise,
+                        init="start", record_every=1, record_paths=True)
+        alpha = eta * rho
+        center = result.center_path[0]          # (R + 1, 2): centre after r rounds
+        ends = result.worker_path[0]            # (R, n, 2): after round r's local work
+        starts = np.concatenate([np.broadcast_to(center[0], (1, n, 2)),
+                                 ends[:-1] - alpha * (ends[:-1] - center[:-2, None])])
+        taken, rerun = _steps_taken(rule, problem, config.noise, starts, center[:-1])
+        distance = np.linalg.norm(ends - center[:-1, None], axis=-1)       # (R, n)
+        start_distance = np.linalg.norm(starts - center[:-1, None], axis=-1)
+        g = np.linalg.norm(np.asarray(grad(jnp.asarray(starts.reshape(-1, 2)))),
+                           axis=-1).reshape(distance.shape)
+        key = f"rho{rho:g}_{'stop' if stop else 'nostop'}"
+        half = config.rounds // 2
+        out[f"loss_{key}"] = result.loss[0, ::keep]
+        out[f"center_{key}"] = center[::keep]
+        out[f"ends_{key}"] = ends[::keep]
+        out[f"distance_{key}"] = distance[::keep]
+        # the distance at which the test fires for the gradient at the round's start
+        out[f"stop_distance_{key}"] = ((g - 1.0) / rho)[::keep]
+        out[f"taken_{key}"] = taken.mean(axis=1)[::keep] / lam
+        out[f"final_loss_{key}"] = float(result.final_loss[0])
+        out[f"steps_fraction_{key}"] = float(taken.mean() / lam)
+        out[f"rerun_error_{key}"] = float(np.max(np.abs(rerun - ends)))
+        # on the test's surface ‖ηg‖ − α d = η ⇔ (‖g‖ − 1) / (ρ d) = 1; second half
+        out[f"equilibrium_ratio_{key}"] = float(np.median(
+            (g[half:] - 1.0) / (rho * start_distance[half:])))
+    out["rounds_axis"] = np.arange(config.rounds + 1)[::keep]
+    return out
+
+
+# ----------------------------------------------------------------------------- part 2
+
+
+def _asynchronous_cell(problem, n, eta, lam, rho, traces, seeds):
+    rule = make_rule("aeasgd", learning_rate=eta, local_steps=lam, elasticity=float(rho))
+    result = replay(rule, problem, traces, seeds=seeds, init="random", noise=0.0,
+                    record_paths=False, record_every=traces[0].n_events)
+    # growing: the centre ended farther up than it started (overflowed or not)
+    growing = result.diverged | (result.loss[:, -1] > result.loss[:, 0])
+    return float(np.mean(result.diverged)), float(np.mean(growing))
+
+
+def _map(config: Config, progress) -> dict:
+    problem = get_problem("quadratic", dim=config.map_dim, condition=config.map_condition)
+    n, eta = config.map_workers, config.map_learning_rate
+    seeds = list(config.map_seeds)
+    lams = list(config.map_local_steps)
+    rhos = list(config.map_elasticities)
+    cluster = Cluster(workers=n, compute=ComputeTime("exponential"))
+    commits = n * config.map_exchanges
+    fraction = np.zeros((len(lams), len(rhos)))
+    growing = np.zeros((len(lams), len(rhos)))
+    cells = [(lam, rho) for lam in lams for rho in rhos]
+    checks = [(m, alpha) for m in config.check_workers for alpha in config.check_alphas]
+    bar = tqdm(total=len(cells) + len(checks), desc="asynchronous EASGD map",
+               disable=None if progress is None else not progress)
+    with bar:
+        for i, lam in enumerate(lams):
+            traces = [simulate_async(cluster, local_steps=lam, commits=commits, rng=s)
+                      for s in seeds]
+            for j, rho in enumerate(rhos):
+                fraction[i, j], growing[i, j] = _asynchronous_cell(problem, n, eta, lam, rho,
+                                                                   traces, seeds)
+                bar.update()
+        check_fraction = np.zeros((len(config.check_workers), len(config.check_alphas)))
+        check_growing = np.zeros_like(check_fraction)
+        for a, m in enumerate(config.check_workers):
+            other = Cluster(workers=m, compute=ComputeTime("exponential"))
+            traces = [simulate_async(other, local_steps=1, commits=m * config.map_exchanges,
+                                     rng=s) for s in seeds]
+            for b, alpha in enumerate(config.check_alphas):
+                check_fraction[a, b], check_growing[a, b] = _asynchronous_cell(
+                    problem, m, eta, 1, alpha / eta, traces, seeds)
+                bar.update()
+
+    curvatures = np.geomspace(1.0, config.map_condition, config.map_dim)
+    fine = np.unique(np.concatenate([np.geomspace(1, max(lams), 40), lams]))
+    rng = np.random.default_rng(config.seed)
+    order = rng.integers(0, n, 1000)
+
+    def boundary(lam, workers, order=None):
+        return critical_alpha((1 - eta * curvatures) ** lam, workers, order)
+
+    theory_lams = fine
+    alpha_round_robin = np.array([boundary(lam, n) for lam in theory_lams])
+    alpha_random = np.array([boundary(lam, n, order) for lam in lams])
+    alpha_single = np.array([boundary(lam, 1) for lam in theory_lams])
+    # the boundary seen in simulation: between the last ρ where at most half of the
+    # runs grew and the next one (geometric mean of the two α)
+    grid = np.asarray(rhos)
+    observed = np.full(len(lams), np.nan)
+    for i in range(len(lams)):
+        over = np.flatnonzero(growing[i] > 0.5)
+        if over.size and over[0] > 0:
+            observed[i] = eta * np.sqrt(grid[over[0] - 1] * grid[over[0]])
+    return {
+        "map_local_steps": np.array(lams),
+        "map_elasticities": grid,
+        "map_alpha": eta * grid,
+        "map_fraction": fraction,
+        "map_growing": growing,
+        "map_workers": n,
+        "map_learning_rate": eta,
+        "map_seeds": np.array(seeds),
+        "map_exchanges": config.map_exchanges,
+        "map_curvatures": curvatures,
+        "theory_local_steps": theory_lams,
+        "alpha_round_robin": alpha_round_robin,
+        "alpha_random_order": alpha_random,
+        "alpha_one_worker": alpha_single,
+        "alpha_observed": observed,
+        "check_workers": np.array(config.check_workers),
+        "check_alphas": np.array(config.check_alphas),
+        "check_fraction": check_fraction,
+        "check_growing": check_growing,
+    }
+
+
+def run(config: Config = Config(), progress=None) -> dict:
+    """Both parts; returns per-round series of part 1 and the stability map of part 2."""
+    data = _synchronous(config, progress)
+    data.update(_map(config, progress))
+    data.update({
+        "workers": config.workers,
+        "local_steps": config.local_steps,
+        "learning_rate": config.learning_rate,
+        "elasticities": np.array(config.elasticities),
+        "noise": config.noise,
+        "rounds": config.rounds,
+    })
+    return data

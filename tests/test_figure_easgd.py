@@ -1,0 +1,77 @@
+"""The EASGD figure builds, and its claims hold in its own data (quick run) and in the
+committed full-size data."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asynclab import studies
+from asynclab.figures import load_figure
+from asynclab.studies.easgd import critical_alpha
+
+COMMITTED = Path(__file__).resolve().parents[1] / "figures" / "data" / "easgd.npz"
+
+
+def _map_claims(data):
+    lams = list(data["map_local_steps"])
+    small, large = lams.index(min(lams)), lams.index(max(lams))
+    fraction = data["map_fraction"]
+    # divergence is at least as frequent with λ = 1 as with the longest period, for every ρ
+    assert np.all(fraction[small] >= fraction[large])
+    # ... and there is an elasticity at which every λ = 1 run diverges and no λ = 64 run
+    assert np.any((fraction[small] == 1.0) & (fraction[large] == 0.0))
+    # the linear theory predicts the boundary: no run grows below 0.9 α*(λ), all runs
+    # grow above 1.1 α*(λ) (random exchange order)
+    alpha = data["map_alpha"]
+    for i, star in enumerate(data["alpha_random_order"]):
+        assert np.all(data["map_growing"][i][alpha < 0.9 * star] == 0), (lams[i], star)
+        assert np.all(data["map_growing"][i][alpha > 1.1 * star] == 1), (lams[i], star)
+
+
+def _synchronous_claims(data):
+    for rho in data["elasticities"]:
+        stop, free = f"rho{rho:g}_stop", f"rho{rho:g}_nostop"
+        # with the test, the workers sit on its surface ‖ηg‖ − α‖θᵏ − θ̃‖ = η, i.e.
+        # (‖g‖ − 1)/(ρ d) = 1 (noise-free gradients: exact up to one step)
+        np.testing.assert_allclose(data[f"equilibrium_ratio_{stop}"], 1.0, atol=0.02)
+        # ... and skip most of their local work; without it every step is taken
+        assert data[f"steps_fraction_{stop}"] < 0.5
+        assert data[f"steps_fraction_{free}"] == 1.0
+        # re-running the rule's local work on the recorded states reproduces the replay
+        # (to float32 rounding; at the test's threshold a rounding difference can flip
+        # one step of size η‖g‖ ≈ 3e-5)
+        assert data[f"rerun_error_{stop}"] < 1e-4 and data[f"rerun_error_{free}"] < 1e-5
+    # what the saved work costs (measured, noise-free): with ρ = 5 the centre is slower
+    # with the early stop; with ρ = 1 it is faster
+    assert data["final_loss_rho5_stop"] > data["final_loss_rho5_nostop"]
+    assert data["final_loss_rho1_stop"] < data["final_loss_rho1_nostop"]
+
+
+def test_easgd_figure_and_its_claims(tmp_path):
+    data = load_figure("easgd").main(quick=True, out=tmp_path)
+    assert (tmp_path / "easgd.png").stat().st_size > 20_000
+    _synchronous_claims(data)
+    _map_claims(data)
+    saved, config = studies.load(tmp_path / "data" / "easgd.npz")
+    np.testing.assert_array_equal(saved["map_fraction"], data["map_fraction"])
+    assert config["local_steps"] == 30 and config["learning_rate"] == 1e-5
+
+
+def test_one_worker_boundary_formula():
+    # one worker: the exchange cycle is stable iff α < 2(1 + c)/(1 + 3c)
+    for c in (0.0, 0.3, 0.9, 1.0):
+        np.testing.assert_allclose(critical_alpha([c], 1), 2 * (1 + c) / (1 + 3 * c),
+                                   rtol=1e-6)
+
+
+@pytest.mark.skipif(not COMMITTED.exists(), reason="full-size data not generated")
+def test_easgd_committed_data():
+    data, _ = studies.load(COMMITTED)
+    _synchronous_claims(data)
+    _map_claims(data)
+    # λ = 1: the boundary is α ≈ 1 whatever the number of workers (not α·n ≈ 1)
+    alphas = list(data["check_alphas"])
+    growing = data["check_growing"]
+    assert np.all(growing[:, alphas.index(0.9)] == 0)
+    assert np.all(growing[:, alphas.index(1.1)] > 0.9)
