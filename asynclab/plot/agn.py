@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..problems import get_problem  # noqa: E402
+from ._common import finish  # noqa: E402
 from ._surface import draw_contours  # noqa: E402
 
 COLORS = ("tab:red", "tab:blue", "tab:green", "tab:purple")
@@ -88,10 +89,4 @@ def plot_agn(data: dict, path=None, *, config: dict | None = None, title: str | 
     ax = fig.add_subplot(grid[1, half:])
     _curve_panel(ax, data, "time")
     ax.set_title("per simulated second: n workers commit n× as often", fontsize=10)
-    if title is not None:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, title)

@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ._common import finish  # noqa: E402
+
 
 def _loss(path, h):
     return 0.5 * np.sum(h * path * path, axis=-1)
@@ -70,10 +72,4 @@ def plot_implicit_momentum(data: dict, path=None, *, title: str | None = None):
     ax.set_title("implicit momentum fitted from E θ̃_t\n"
                  "Δ_t = μ Δ_{t−1} − (1 − μ) η ∇L(E θ̃_t)", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
-    if title is not None:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, title)

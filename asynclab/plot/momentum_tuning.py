@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ._common import finish  # noqa: E402
+
 
 def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
     """Commits to target against server momentum per n; the best momentum against n."""
@@ -69,10 +71,4 @@ def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
     ax.set_ylabel("central loss (mean over seeds)")
     ax.set_title("mean loss curves", fontsize=10)
     ax.legend(fontsize=8)
-    if title is not None:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, title)

@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 
 from ..problems import get_problem  # noqa: E402
 from ..studies.straggler import DIVERGED, MINIMUM, VALLEY  # noqa: E402
+from ._common import finish  # noqa: E402
 from ._surface import draw_contours  # noqa: E402
 
 COLORS = ("tab:red", "tab:blue", "tab:green", "tab:purple")
@@ -130,10 +131,4 @@ def plot_straggler(data: dict, path=None, *, config: dict | None = None,
     _aligned_panel(axes[0, 1], data)
     _convergence_panel(axes[1, 0], data, config)
     _basin_panel(axes[1, 1], data, problem, config)
-    if title is not None:
-        fig.suptitle(title)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, title)
