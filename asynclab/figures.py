@@ -56,7 +56,8 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
     return timings
 
 
-def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=None) -> dict:
+def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=None,
+            title=None, pass_config: bool = False) -> dict:
     """What every figure script does: run the study, save its data, draw the PNG.
 
     Args:
@@ -65,6 +66,8 @@ def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=N
       draw: ``draw(data, path)`` from ``asynclab.plot``.
       quick: use ``study.Config.quick()``.
       out: output folder (default: ``figures/``).
+      title: optional ``title(config) -> str`` handed to ``draw`` as ``title=``.
+      pass_config: also hand ``draw`` the config as a dict (``config=``).
 
     Returns:
       The study's data.
@@ -75,5 +78,12 @@ def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=N
     config = study.Config.quick() if quick else study.Config()
     data = study.run(config, progress=progress)
     studies.save(out / "data" / f"{name}.npz", data, config)
-    draw(data, out / f"{name}.png")
+    options = {}
+    if title is not None:
+        options["title"] = title(config)
+    if pass_config:
+        import dataclasses
+
+        options["config"] = dataclasses.asdict(config)
+    draw(data, out / f"{name}.png", **options)
     return data

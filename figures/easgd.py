@@ -4,20 +4,14 @@ stability map of asynchronous EASGD over communication period λ × elasticity �
 
 from pathlib import Path
 
-from asynclab import studies
+from asynclab.figures import produce
 from asynclab.plot.easgd import plot_easgd
 from asynclab.studies import easgd
 
-NAME = "easgd"
-
 
 def main(quick: bool = False, out=None) -> dict:
-    out = Path(out) if out is not None else Path(__file__).parent
-    config = easgd.Config.quick() if quick else easgd.Config()
-    data = easgd.run(config)
-    studies.save(out / "data" / f"{NAME}.npz", data, config)
-    plot_easgd(data, out / f"{NAME}.png")
-    return data
+    return produce("easgd", easgd, plot_easgd, quick=quick,
+                   out=out or Path(__file__).parent)
 
 
 if __name__ == "__main__":

@@ -4,21 +4,14 @@ sequential SGD, and the spread of the workers' end points per round."""
 
 from pathlib import Path
 
-from asynclab import studies
+from asynclab.figures import produce
 from asynclab.plot.model_averaging_paths import plot_model_averaging_paths
 from asynclab.studies import model_averaging_paths
 
-NAME = "model_averaging_paths"
-
 
 def main(quick: bool = False, out=None) -> dict:
-    out = Path(out) if out is not None else Path(__file__).parent
-    config = (model_averaging_paths.Config.quick() if quick
-              else model_averaging_paths.Config())
-    data = model_averaging_paths.run(config)
-    studies.save(out / "data" / f"{NAME}.npz", data, config)
-    plot_model_averaging_paths(data, out / f"{NAME}.png")
-    return data
+    return produce("model_averaging_paths", model_averaging_paths,
+                   plot_model_averaging_paths, quick=quick, out=out or Path(__file__).parent)
 
 
 if __name__ == "__main__":
