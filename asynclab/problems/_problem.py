@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _random
 from .._errors import ConfigError
 
 Array = jax.Array
@@ -99,7 +100,9 @@ def stochastic_gradient(problem: Problem, noise: float = 0.0):
       noise: the variance σ² of the additive Gaussian gradient noise (the thesis used 10).
 
     Returns:
-      A pure function of ``(params, key, worker, step)``.
+      A pure function of ``(params, key, worker, step)``; its attributes ``clean``
+      (``(params, worker, step) -> ∇ℓ``) and ``noise_std`` (σ) let local work draw the
+      noise of several steps at once (:func:`asynclab.rules.local_work`).
     """
     noise = float(noise)
     if not np.isfinite(noise) or noise < 0:
@@ -107,10 +110,17 @@ def stochastic_gradient(problem: Problem, noise: float = 0.0):
     grad = jax.grad(problem.batch_loss)
     std = float(np.sqrt(noise))
 
+    def clean(params, worker, step):
+        return grad(params, problem.batch(worker, step))
+
     def gradient(params, key, worker, step):
-        g = grad(params, problem.batch(worker, step))
+        g = clean(params, worker, step)
         if std > 0:
-            g = g + std * jax.random.normal(key, g.shape, g.dtype)
+            g = g + std * _random.normal(key, g.shape, g.dtype)
         return g
 
+    # Local work may draw a whole window of steps' noise at once (the same numbers):
+    # it needs the noiseless part and σ apart.
+    gradient.clean = clean
+    gradient.noise_std = std
     return gradient

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .. import _random
 from .._errors import ConfigError
 from ._base import (
     AXIS,
@@ -139,11 +140,12 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
 
     def local(worker: WorkerState, gradient: GradientFn, key, worker_id) -> WorkerState:
         limit = local_steps if active_steps is None else active_steps(worker)
+        noisy = _noise_window(gradient, key, worker, local_steps)
 
         def step(carry, i):
             params, inner_state, taken, done = carry
             index = worker.steps + taken
-            grads = gradient(params, jax.random.fold_in(key, index), worker_id, index)
+            grads = noisy(params, key, worker_id, index, index - worker.steps)
             if stop is not None:
                 done = done | stop(grads, params, worker)
             live = (i < limit) & ~done
@@ -156,7 +158,7 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
 
         masked = active_steps is not None or stop is not None
         if not masked:
-            return _plain_local(inner, local_steps, worker, gradient, key, worker_id)
+            return _plain_local(inner, local_steps, worker, noisy, key, worker_id)
         init = (worker.params, worker.inner_state, jnp.zeros((), jnp.int32),
                 jnp.zeros((), bool))
         (params, inner_state, taken, _), _ = jax.lax.scan(
@@ -167,11 +169,42 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
     return local
 
 
-def _plain_local(inner, local_steps, worker, gradient, key, worker_id):
+def _noise_window(gradient, key, worker: WorkerState, local_steps: int):
+    """``noisy(params, key, worker_id, index, j)``: the gradient of local step ``j``.
+
+    With a problem's stochastic gradient (``clean`` and ``noise_std``), float32
+    parameters and λ > 1, the noise of all λ steps is drawn before the loop with
+    :func:`asynclab._random.normal_window` — the same numbers as drawing
+    ``normal(fold_in(key, index))`` in each step, but vectorised over workers and seeds.
+    Otherwise each step calls ``gradient`` with ``fold_in(key, index)``.
+    """
+    std = getattr(gradient, "noise_std", None)
+    params = worker.params
+    windowed = (
+        std is not None and std > 0 and local_steps * worker.params.size > 1
+        and isinstance(params, jax.Array) and params.dtype == jnp.float32
+    )
+    if not windowed:
+        def noisy(params, key, worker_id, index, j):
+            del j
+            return gradient(params, _random.fold_in(key, index), worker_id, index)
+
+        return noisy
+
+    table = _random.normal_window(key, worker.steps, local_steps, params.shape)
+
+    def noisy(params, key, worker_id, index, j):
+        del key
+        return gradient.clean(params, worker_id, index) + std * table[j]
+
+    return noisy
+
+
+def _plain_local(inner, local_steps, worker, noisy, key, worker_id):
     def step(carry, i):
         params, inner_state = carry
         index = worker.steps + i
-        grads = gradient(params, jax.random.fold_in(key, index), worker_id, index)
+        grads = noisy(params, key, worker_id, index, i)
         updates, inner_state = inner.update(grads, inner_state, params)
         return (optax.apply_updates(params, updates), inner_state), None
 
@@ -198,7 +231,7 @@ def group_local_work(inner: optax.GradientTransformation, local_steps: int, grou
         def one(inner_state, j):
             member = group._replace(inner_state=inner_state)
             # a group of one is a plain worker, with the worker's own key
-            member_key = key if group_size == 1 else jax.random.fold_in(key, j)
+            member_key = key if group_size == 1 else _random.fold_in(key, j)
             member = member_local(member, gradient, member_key, group_id * group_size + j)
             return member.params, member.inner_state
 

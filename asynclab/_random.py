@@ -1,0 +1,161 @@
+"""``fold_in`` and ``normal`` for the replay's inner loop, bit-identical to ``jax.random``.
+
+Every local step of every worker draws its gradient noise from
+``normal(fold_in(key, step), shape)``. ``jax.random`` computes the Threefry-2x32 hash
+behind both with a primitive that XLA's CPU backend lowers as a rolled loop, which
+cannot fuse with the arithmetic around it; at 10⁵ worker-steps per event that hash is
+most of a replay's time. Here the same hash is written in ``jax.numpy`` operations, so
+XLA fuses it with the gradient into one loop, and the numbers are the same bits as
+``jax.random.fold_in`` / ``jax.random.normal`` (tested). Keys stay ordinary typed
+``jax.random`` keys.
+
+The fast path applies to Threefry keys with ``jax_threefry_partitionable`` on (JAX's
+default) and float32 draws; anything else goes through ``jax.random`` unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.custom_batching import custom_vmap
+
+_U32 = jnp.uint32
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = np.uint32(0x1BD11BDA)
+
+
+def _rotate_left(x, d: int):
+    return (x << _U32(d)) | (x >> _U32(32 - d))
+
+
+def threefry2x32(k0, k1, x0, x1):
+    """The Threefry-2x32 block function (20 rounds), element-wise on uint32 arrays."""
+    ks = (k0, k1, k0 ^ k1 ^ _PARITY)
+    x0 = x0 + k0
+    x1 = x1 + k1
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = x0 ^ _rotate_left(x1, r)
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + _U32(i + 1)
+    return x0, x1
+
+
+def _fast(key, dtype=jnp.float32) -> bool:
+    return (
+        jax.config.jax_threefry_partitionable
+        and jnp.dtype(dtype) == jnp.float32
+        and str(jax.random.key_impl(key)) == "threefry2x32"
+    )
+
+
+def fold_in(key, data):
+    """``jax.random.fold_in(key, data)`` for a scalar key and an int32 scalar ``data``."""
+    if not _fast(key):
+        return jax.random.fold_in(key, data)
+    raw = jax.random.key_data(key)
+    data = jnp.asarray(data).astype(_U32)
+    y0, y1 = threefry2x32(raw[0], raw[1], jnp.zeros((), _U32), data)
+    return jax.random.wrap_key_data(jnp.stack([y0, y1]), impl="threefry2x32")
+
+
+def normal(key, shape=(), dtype=jnp.float32):
+    """``jax.random.normal(key, shape, dtype)`` for a scalar key."""
+    shape = tuple(shape)
+    if not _fast(key, dtype) or math.prod(shape) >= 2**32:
+        return jax.random.normal(key, shape, dtype)
+    raw = jax.random.key_data(key)
+    count = lax.iota(_U32, math.prod(shape)).reshape(shape)
+    y0, y1 = threefry2x32(raw[0], raw[1], jnp.zeros(shape, _U32), count)
+    return _normal_from_bits(y0 ^ y1)
+
+
+def _normal_from_bits(bits):
+    """``jax.random.normal``'s transform: uniform on [nextafter(−1, 0), 1) from the 23
+    mantissa bits, then √2·erfinv."""
+    one = lax.bitcast_convert_type((bits >> _U32(9)) | _U32(0x3F800000), jnp.float32)
+    low = np.nextafter(np.float32(-1), np.float32(0))
+    u = jnp.maximum(low, (one - np.float32(1)) * (np.float32(1) - low) + low)
+    return np.float32(np.sqrt(2)) * lax.erf_inv(u)
+
+
+# ----------------------------------------------------------------------------- windows
+
+
+def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
+    """Rows of ``normal(fold_in(key_i, start_i + j), shape)`` for ``j < count``.
+
+    ``raw``: ``uint32[m, 2]`` key data, ``start``: ``uint32[m]``; returns
+    ``float32[m, count, *shape]``. The hash runs in a scan over ``j`` whose output is laid
+    out ``[count, size, m]``, so every fused loop runs along the long axis ``m``; the
+    transpose to the caller's layout is one copy at the end.
+    """
+    m = raw.shape[0]
+    size = math.prod(shape)
+    k0, k1 = raw[:, 0], raw[:, 1]
+    component = lax.broadcasted_iota(_U32, (size, m), 0)
+
+    def draw(_, j):
+        a0, a1 = threefry2x32(k0, k1, jnp.zeros((m,), _U32), start + j)
+        y0, y1 = threefry2x32(a0[None], a1[None], jnp.zeros((size, m), _U32), component)
+        return None, _normal_from_bits(y0 ^ y1)
+
+    if count == 1 and size > 1:
+        # one step: loop over the components instead, with the step's key drawn once
+        a0, a1 = threefry2x32(k0, k1, jnp.zeros((m,), _U32), start)
+
+        def draw_component(_, c):
+            y0, y1 = threefry2x32(a0, a1, jnp.zeros((m,), _U32), jnp.broadcast_to(c, (m,)))
+            return None, _normal_from_bits(y0 ^ y1)
+
+        _, z = lax.scan(draw_component, None, jnp.arange(size, dtype=_U32))  # [size, m]
+        return z.T.reshape((m, 1) + shape)
+    _, z = lax.scan(draw, None, jnp.arange(count, dtype=_U32))  # [count, size, m]
+    return jnp.transpose(z, (2, 0, 1)).reshape((m, count) + shape)
+
+
+def _make_window(count: int, shape: tuple[int, ...]):
+    @custom_vmap
+    def window(raw, start):
+        return _window_rows(raw, start, count, shape)
+
+    @window.def_vmap
+    def _batched(size, batched, raw, start):
+        # fold the batch axis into the rows, so nested vmaps end in one flat draw
+        raw_batched, start_batched = batched
+        if not raw_batched:
+            raw = jnp.broadcast_to(raw, (size,) + raw.shape)
+        if not start_batched:
+            start = jnp.broadcast_to(start, (size,) + start.shape)
+        m = raw.shape[1]
+        rows = window(raw.reshape(size * m, 2), start.reshape(size * m))
+        return rows.reshape((size, m, count) + shape), True
+
+    return window
+
+
+_WINDOWS: dict = {}
+
+
+def normal_window(key, start, count: int, shape=()):
+    """``stack([normal(fold_in(key, start + j), shape) for j in range(count)])``, float32.
+
+    The noise of ``count`` consecutive local steps drawn at once; the same bits as the
+    per-step draws (tested). Under ``vmap`` every batch axis is folded into one flat
+    draw, which XLA vectorises on CPU where the per-step draws (laid out with the short
+    parameter axis last) run as scalar code.
+    """
+    shape = tuple(shape)
+    if not _fast(key):
+        return jnp.stack([jax.random.normal(jax.random.fold_in(key, start + j), shape)
+                          for j in range(count)])
+    if (count, shape) not in _WINDOWS:
+        _WINDOWS[(count, shape)] = _make_window(count, shape)
+    raw = jax.random.key_data(key)
+    start = jnp.asarray(start).astype(_U32)
+    return _WINDOWS[(count, shape)](raw[None], start[None])[0]

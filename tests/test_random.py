@@ -1,0 +1,82 @@
+"""The replay's own Threefry draws against ``jax.random`` (the oracle), bit for bit, and
+local work with the noise of a window drawn at once against the per-step draws."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from asynclab import _random
+from asynclab.problems import get_problem, stochastic_gradient
+from asynclab.rules import make_rule
+
+
+def per_step(key, start, count, shape):
+    return jnp.stack([jax.random.normal(jax.random.fold_in(key, start + j), shape)
+                      for j in range(count)])
+
+
+@pytest.mark.parametrize("data", [0, 1, 7, 12345, 2**31 - 1])
+def test_fold_in_is_jax_random_fold_in(data):
+    key = jax.random.key(11)
+    mine = jax.jit(_random.fold_in)(key, jnp.uint32(data))
+    assert np.array_equal(jax.random.key_data(mine),
+                          jax.random.key_data(jax.random.fold_in(key, data)))
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (2,), (3,), (4, 5), (1000,)])
+def test_normal_is_jax_random_normal(shape):
+    key = jax.random.fold_in(jax.random.key(3), 9)
+    mine = jax.jit(lambda k: _random.normal(k, shape))(key)
+    theirs = jax.random.normal(key, shape)
+    assert mine.shape == theirs.shape and np.array_equal(mine, theirs)
+
+
+def test_normal_falls_back_for_other_dtypes():
+    key = jax.random.key(0)
+    for dtype in (jnp.float16, jnp.bfloat16):
+        assert np.array_equal(_random.normal(key, (5,), dtype),
+                              jax.random.normal(key, (5,), dtype))
+
+
+@pytest.mark.parametrize("count,shape", [(4, (2,)), (1, (2,)), (1, (3, 2)), (1, ()), (5, ())])
+def test_window_is_per_step_draws_under_nested_vmap(count, shape):
+    keys = jax.random.split(jax.random.key(5), 6).reshape(2, 3)
+    starts = jnp.array([[0, 5, 9], [100, 7, 2**20]], jnp.int32)
+    ref = jax.vmap(jax.vmap(lambda k, s: per_step(k, s, count, shape)))(keys, starts)
+    got = jax.jit(jax.vmap(jax.vmap(
+        lambda k, s: _random.normal_window(k, s, count, shape))))(keys, starts)
+    assert got.shape == ref.shape and np.array_equal(got, ref)
+    # unbatched, and with a start shared by all keys
+    assert np.array_equal(_random.normal_window(keys[0, 1], 5, count, shape), ref[0, 1])
+    shared = jax.jit(jax.vmap(lambda k: _random.normal_window(k, 5, count, shape)))(keys[0])
+    assert np.array_equal(shared[1], ref[0, 1])
+
+
+@pytest.mark.parametrize("name,hp", [
+    ("downpour", {"local_steps": 5}),
+    ("model_averaging", {"local_steps": 1}),
+    ("easgd", {"local_steps": 6, "elasticity": 2.0, "early_stop": True}),
+    ("post_local_sgd", {"local_steps": 4, "warmup_rounds": 3}),
+])
+def test_windowed_local_work_equals_per_step_noise(name, hp):
+    """A problem's gradient lets local work draw the window at once; a plain function
+    (no ``clean``/``noise_std``) makes it draw per step. Same numbers."""
+    problem = get_problem("beale")
+    gradient = stochastic_gradient(problem, 10.0)
+
+    def plain(params, key, worker, step):
+        return gradient(params, key, worker, step)
+
+    rule = make_rule(name, learning_rate=1e-3, **hp)
+    server = rule.init_server(jnp.asarray(problem.start))
+    starts = jnp.asarray(problem.start)[None] + jnp.array([[0.0, 0.0], [0.3, -0.2], [-0.5, 0.1]])
+    workers = jax.vmap(rule.init_worker, in_axes=(0, None))(starts, server)
+    workers = workers._replace(steps=jnp.array([0, 6, 12], jnp.int32))
+    keys = jax.random.split(jax.random.key(2), 3)
+    ids = jnp.arange(3, dtype=jnp.int32)
+    run = lambda g: jax.jit(jax.vmap(lambda w, k, i: rule.local(w, g, k, i)))(  # noqa: E731
+        workers, keys, ids)
+    windowed, stepwise = run(gradient), run(plain)
+    np.testing.assert_allclose(windowed.params, stepwise.params, rtol=1e-6, atol=1e-7)
+    assert np.array_equal(windowed.steps, stepwise.steps)
