@@ -80,3 +80,26 @@ def test_windowed_local_work_equals_per_step_noise(name, hp):
     windowed, stepwise = run(gradient), run(plain)
     np.testing.assert_allclose(windowed.params, stepwise.params, rtol=1e-6, atol=1e-7)
     assert np.array_equal(windowed.steps, stepwise.steps)
+
+
+def test_early_stop_draws_fresh_noise_after_stopping():
+    """A worker whose test fires at once still advances its step counter by λ, so the
+    next round's gradient noise differs (it used to re-draw the same noise and freeze)."""
+    problem = get_problem("beale")
+    lam = 5
+    rule = make_rule("easgd", learning_rate=1e-5, local_steps=lam, elasticity=100.0,
+                     early_stop=True)
+    server = rule.init_server(jnp.asarray(problem.start))
+    # at the minimum, far from the centre: the elastic pull (α d ≈ 2.4e-3) beats the
+    # noisy gradient step (η‖g‖ ≈ 4e-5), so the test fires at the first step
+    worker = rule.init_worker(jnp.asarray(problem.global_minimum), server)
+    gradient = stochastic_gradient(problem, 10.0)
+    key = jax.random.key(0)
+    first = rule.local(worker, gradient, key, 0)
+    assert np.array_equal(first.params, worker.params)  # no step taken
+    assert int(first.steps) == lam                       # yet the counter moved on
+    second = rule.local(first, gradient, key, 0)
+    assert int(second.steps) == 2 * lam
+    # so the next round draws the noise of steps λ…2λ−1, not that of step 0 again
+    assert not np.array_equal(gradient(worker.params, jax.random.fold_in(key, lam), 0, lam),
+                              gradient(worker.params, jax.random.fold_in(key, 0), 0, 0))

@@ -37,7 +37,8 @@ class WorkerState(NamedTuple):
       inner_state: the state of its optax inner optimizer.
       pulled_center: the centre θ̃_pull it last pulled.
       pulled_clock: the server clock c_pull at that pull.
-      steps: local steps done so far (selects the worker's batch and noise).
+      steps: local steps done so far, attempted ones included when an early-stop test
+        skips some (selects the worker's batch and noise).
     """
 
     params: Params

@@ -135,7 +135,8 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
         this time (post-local SGD's warm-up).
       stop: optional ``(grads, params, worker) -> bool``: once true, the remaining steps
         of this exchange are skipped (EASGD's equilibrium test); the step that finds it
-        true is not taken.
+        true is not taken. The step counter still advances by λ, so the next exchange
+        draws fresh noise.
     """
 
     def local(worker: WorkerState, gradient: GradientFn, key, worker_id) -> WorkerState:
@@ -144,7 +145,10 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
 
         def step(carry, i):
             params, inner_state, taken, done = carry
-            index = worker.steps + taken
+            # a skipped step's index is not reused: with a stop test every attempted
+            # step consumes its own noise (a worker that stopped draws fresh noise next
+            # round); post-local's inactive steps are simply not scheduled
+            index = worker.steps + (i if stop is not None else taken)
             grads = noisy(params, key, worker_id, index, index - worker.steps)
             if stop is not None:
                 done = done | stop(grads, params, worker)
@@ -163,8 +167,9 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
                 jnp.zeros((), bool))
         (params, inner_state, taken, _), _ = jax.lax.scan(
             step, init, jnp.arange(local_steps, dtype=jnp.int32))
+        advanced = local_steps if stop is not None else taken
         return worker._replace(params=params, inner_state=inner_state,
-                               steps=worker.steps + taken)
+                               steps=worker.steps + advanced)
 
     return local
 

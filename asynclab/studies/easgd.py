@@ -4,13 +4,11 @@ Part 1, synchronous EASGD on Beale's function with the thesis's settings (n = 5,
 λ = 30, η = 1e-5, ρ ∈ {5, 1}, α = ηρ), with and without the thesis's early-stop test
 ‖η g‖ − ‖α (θᵏ − θ̃)‖ < η, which ends a worker's local work once its gradient step no
 longer beats the elastic pull (the equilibrium −η g = α (θᵏ − θ̃)). All workers start
-at Beale's start point. Gradients are noise-free here: with gradient noise the engine
-draws a stopped worker's noise from its count of *taken* steps, so a worker that stops
-re-draws the same noisy gradient every round and can freeze (see
-``figures/notes/easgd.md``). Measured: central loss per round, each worker's distance
-to the centre, the distance at which the test fires, (‖g‖ − 1)/ρ, and the local steps
-actually taken per round (re-evaluated with the rule's own local work on the recorded
-states, which also checks the reconstruction against the replay).
+at Beale's start point. Gradients are noise-free here. Measured: central loss per
+round, each worker's distance to the centre, the distance at which the test fires,
+(‖g‖ − 1)/ρ, and the local steps actually taken per round (re-evaluated with the rule's
+own step and test on the recorded states, which also checks the reconstruction against
+the replay).
 
 Part 2, asynchronous EASGD (``aeasgd``) on a 2-D quadratic (curvatures 1 and 10)
 over communication period λ × elasticity ρ, many seeds, each with its own cluster
@@ -137,13 +135,31 @@ def critical_alpha(contractions, n: int, order=None, high: float = 4.0) -> float
 
 
 def _steps_taken(rule, problem, noise, starts, centers):
-    """Re-run one round's local work of the rule from recorded states: steps taken."""
+    """Re-run one round's local work of the rule from recorded states: steps taken.
+
+    The round's λ steps are re-run one at a time with the same rule at λ = 1 (the same
+    step and the same equilibrium test, which sees the worker's current parameters); a
+    step counts as taken when it moved the worker, and the round ends at the first step
+    the test skips, as in the rule's own local work. Part 1 is noise-free, so a skipped
+    step would be skipped again.
+    """
     gradient = stochastic_gradient(problem, noise)
+    single = make_rule(rule.name, **{**rule.hyperparameters, "local_steps": 1})
 
     def one(start, center, worker_id):
-        worker = rule.init_worker(start, rule.init_server(center))
-        worker = rule.local(worker, gradient, jax.random.key(0), worker_id)
-        return worker.steps, worker.params
+        server = single.init_server(center)
+        worker = single.init_worker(start, server)
+
+        def step(carry, _):
+            worker, taken, stopped = carry
+            after = single.local(worker, gradient, jax.random.key(0), worker_id)
+            moved = jnp.any(after.params != worker.params) & ~stopped
+            worker = jax.tree.map(lambda a, b: jnp.where(moved, a, b), after, worker)
+            return (worker, taken + moved.astype(jnp.int32), stopped | ~moved), None
+
+        init = (worker, jnp.zeros((), jnp.int32), jnp.zeros((), bool))
+        (worker, taken, _), _ = jax.lax.scan(step, init, None, length=rule.local_steps)
+        return taken, worker.params
 
     flat = jax.jit(jax.vmap(one))
     n = starts.shape[1]
