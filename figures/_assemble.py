@@ -19,7 +19,11 @@ study's data to `figures/data/NAME.npz` (`asynclab.studies.load`), so a figure c
 redrawn without re-simulating. The tests run every figure's `main(quick=True)` and check
 its claim numerically.
 
-Run times below were measured on the project's 2-core machine.
+Run times below were measured on the project's 2-core machine. The whole
+`asynclab figures` took 997 s (16.6 min) on 2026-11-26 with the Monte-Carlo figure at
+843 s; the Monte-Carlo figure then went to two cells at a time and 500 check runs and
+re-measured at 495 s, so the full run is now ≈ 650 s (≈ 11 min; the other seven figures
+took 154 s together).
 """
 
 

@@ -13,6 +13,7 @@ progress bar and stops early once every seed has diverged.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -166,9 +167,17 @@ def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str)
 
 
 _INITIAL: OrderedDict = OrderedDict()
+# Studies may replay several configurations from threads at once; the caches below are
+# shared, so their look-up-or-insert steps are serialised.
+_CACHE_LOCK = threading.RLock()
 
 
 def _initial_carry_batch(rule, problem, n_workers, init):
+    with _CACHE_LOCK:
+        return _initial_carry_batch_locked(rule, problem, n_workers, init)
+
+
+def _initial_carry_batch_locked(rule, problem, n_workers, init):
     key = (id(rule), id(problem), n_workers, init)
     if key not in _INITIAL:
         def initial(k):
@@ -222,6 +231,11 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared):
     an identity is never reused while its entry exists); ``asynclab.rules.make_rule`` and
     ``asynclab.problems.get_problem`` return the same object for the same arguments.
     """
+    with _CACHE_LOCK:
+        return _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared)
+
+
+def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared):
     key = (id(rule), id(problem), noise, record_paths, n_workers, shared)
     if key in _COMPILED:
         _COMPILED.move_to_end(key)

@@ -25,6 +25,7 @@ loss at the budget and at twice the budget; the change of every cell is reported
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -53,6 +54,7 @@ class Config:
       runs: runs (seeds 0 … runs − 1) per bar.
       check_runs: runs (seeds 0 … check_runs − 1) replayed with twice the budget.
       success_loss: a run succeeds when its final central loss is below this.
+      threads: cells replayed at once (the numbers do not depend on it).
     """
 
     workers: tuple[int, ...] = tuple(range(1, 11))
@@ -64,8 +66,9 @@ class Config:
     budget_few: int = 32_000
     few_workers: int = 3
     runs: int = 10_000
-    check_runs: int = 1_000
+    check_runs: int = 500
     success_loss: float = 0.1
+    threads: int = 2
 
     @classmethod
     def quick(cls) -> Config:
@@ -112,31 +115,44 @@ def run(config: Config = Config(), progress=None) -> dict:
     check_at_budget = np.zeros(shape)
     check_at_double = np.zeros(shape)
     cells = [(lam, n) for lam in lams for n in workers]
-    bar = tqdm(cells, desc="model averaging Monte Carlo",
-               disable=None if progress is None else not progress)
-    for lam, n in bar:
-        i, j = lams.index(lam), workers.index(n)
+
+    def replay_cell(cell):
+        lam, n = cell
         steps = config.budget_for(n)
         # twice the budget on the first check_runs seeds, loss recorded at 1× and 2×
         check = _replay(config, problem, n, lam, 2 * steps, range(config.check_runs), 2)
-        ok = check.loss[:, 1:] < config.success_loss
-        check_at_budget[i, j], check_at_double[i, j] = ok.mean(axis=0)
+        bar = None
         if lam in config.bar_local_steps and config.runs > config.check_runs:
-            result = _replay(config, problem, n, lam, steps, range(config.runs), 1)
-            final = result.loss[:, -1]
-            center = result.final_params
-        else:
-            result = check
-            final = check.loss[:, 1]
-            center = None
-        runs[i, j] = result.n_seeds
-        success[i, j] = int(np.sum(final < config.success_loss))
-        diverged[i, j] = int(np.sum(result.diverged_at >= 0)) if center is not None else \
-            int(np.sum(~np.isfinite(final)))
-        if center is not None:
-            valley[i, j] = int(np.sum(np.isfinite(final) & (center[:, 0] < 0)))
-        else:
-            valley[i, j] = -1
+            bar = _replay(config, problem, n, lam, steps, range(config.runs), 1)
+        return check, bar
+
+    # Two cells at a time: XLA keeps both cores busy only for the large cells, and the
+    # cells are independent (each seed's numbers do not depend on what else runs).
+    with ThreadPoolExecutor(max_workers=config.threads) as pool, tqdm(
+            total=len(cells), desc="model averaging Monte Carlo",
+            disable=None if progress is None else not progress) as bar_:
+        futures = [pool.submit(replay_cell, cell) for cell in cells]
+        for (lam, n), future in zip(cells, futures, strict=True):
+            check, result = future.result()
+            bar_.update()
+            i, j = lams.index(lam), workers.index(n)
+            ok = check.loss[:, 1:] < config.success_loss
+            check_at_budget[i, j], check_at_double[i, j] = ok.mean(axis=0)
+            if result is not None:
+                final = result.loss[:, -1]
+                center = result.final_params
+            else:
+                result = check
+                final = check.loss[:, 1]
+                center = None
+            runs[i, j] = result.n_seeds
+            success[i, j] = int(np.sum(final < config.success_loss))
+            diverged[i, j] = int(np.sum(result.diverged_at >= 0)) if center is not None else \
+                int(np.sum(~np.isfinite(final)))
+            if center is not None:
+                valley[i, j] = int(np.sum(np.isfinite(final) & (center[:, 0] < 0)))
+            else:
+                valley[i, j] = -1
     probability = success / runs
     low, high = wilson(success, runs)
     change = check_at_double - check_at_budget
