@@ -54,12 +54,19 @@ def _fast(key, dtype=jnp.float32) -> bool:
     )
 
 
+def _as_u32(x):
+    """An integer (Python int of any size, or an int array) as uint32, wrapping."""
+    if isinstance(x, int | np.integer):
+        return jnp.uint32(int(x) % 2**32)
+    return jnp.asarray(x).astype(_U32)
+
+
 def fold_in(key, data):
     """``jax.random.fold_in(key, data)`` for a scalar key and an int32 scalar ``data``."""
     if not _fast(key):
         return jax.random.fold_in(key, data)
     raw = jax.random.key_data(key)
-    data = jnp.asarray(data).astype(_U32)
+    data = _as_u32(data)
     y0, y1 = threefry2x32(raw[0], raw[1], jnp.zeros((), _U32), data)
     return jax.random.wrap_key_data(jnp.stack([y0, y1]), impl="threefry2x32")
 
@@ -152,10 +159,10 @@ def normal_window(key, start, count: int, shape=()):
     """
     shape = tuple(shape)
     if not _fast(key):
-        return jnp.stack([jax.random.normal(jax.random.fold_in(key, start + j), shape)
-                          for j in range(count)])
+        return jnp.stack([jax.random.normal(jax.random.fold_in(key, start + j), shape,
+                                            jnp.float32) for j in range(count)])
     if (count, shape) not in _WINDOWS:
         _WINDOWS[(count, shape)] = _make_window(count, shape)
     raw = jax.random.key_data(key)
-    start = jnp.asarray(start).astype(_U32)
+    start = _as_u32(start)
     return _WINDOWS[(count, shape)](raw[None], start[None])[0]

@@ -75,3 +75,15 @@ def test_easgd_committed_data():
     growing = data["check_growing"]
     assert np.all(growing[:, alphas.index(0.9)] == 0)
     assert np.all(growing[:, alphas.index(1.1)] > 0.9)
+
+
+def test_part_one_refuses_gradient_noise():
+    """Counting the steps taken re-runs the local work, which needs noise-free gradients."""
+    import dataclasses
+
+    from asynclab._errors import ConfigError
+    from asynclab.studies import easgd
+
+    config = dataclasses.replace(easgd.Config.quick(), noise=10.0)
+    with pytest.raises(ConfigError, match="noise"):
+        easgd.run(config)

@@ -103,3 +103,18 @@ def test_early_stop_draws_fresh_noise_after_stopping():
     # so the next round draws the noise of steps λ…2λ−1, not that of step 0 again
     assert not np.array_equal(gradient(worker.params, jax.random.fold_in(key, lam), 0, lam),
                               gradient(worker.params, jax.random.fold_in(key, 0), 0, 0))
+
+
+def test_fold_in_wraps_large_python_ints_like_jax():
+    key = jax.random.key(4)
+    for data in (2**31, 2**32 - 1):
+        assert np.array_equal(jax.random.key_data(_random.fold_in(key, data)),
+                              jax.random.key_data(jax.random.fold_in(key, data)))
+
+
+def test_window_fallback_draws_float32_with_other_keys():
+    """A non-Threefry key goes through jax.random, still float32 like the fast path."""
+    key = jax.random.key(1, impl="rbg")
+    window = _random.normal_window(key, 3, 2, (2,))
+    assert window.dtype == jnp.float32
+    assert np.array_equal(window, per_step(key, 3, 2, (2,)))

@@ -178,7 +178,8 @@ def _noise_window(gradient, key, worker: WorkerState, local_steps: int):
     """``noisy(params, key, worker_id, index, j)``: the gradient of local step ``j``.
 
     With a problem's stochastic gradient (``clean`` and ``noise_std``), float32
-    parameters and λ > 1, the noise of all λ steps is drawn before the loop with
+    parameters (more than one number per window) and a Threefry key, the noise of all λ
+    steps is drawn before the loop with
     :func:`asynclab._random.normal_window` — the same numbers as drawing
     ``normal(fold_in(key, index))`` in each step, but vectorised over workers and seeds.
     Otherwise each step calls ``gradient`` with ``fold_in(key, index)``.
@@ -186,8 +187,9 @@ def _noise_window(gradient, key, worker: WorkerState, local_steps: int):
     std = getattr(gradient, "noise_std", None)
     params = worker.params
     windowed = (
-        std is not None and std > 0 and local_steps * worker.params.size > 1
+        std is not None and std > 0
         and isinstance(params, jax.Array) and params.dtype == jnp.float32
+        and local_steps * params.size > 1 and _random._fast(key)
     )
     if not windowed:
         def noisy(params, key, worker_id, index, j):

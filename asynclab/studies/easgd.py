@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from .._errors import ConfigError
 from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
 from ..engine import replay
 from ..problems import get_problem, stochastic_gradient
@@ -46,7 +47,8 @@ class Config:
     Attributes:
       workers, local_steps, learning_rate, elasticities: synchronous EASGD (thesis).
       rounds: synchronous rounds.
-      noise: gradient-noise variance σ² of part 1 (0: see the module docstring).
+      noise: gradient-noise variance σ² of part 1; must be 0 (the count of steps taken
+        re-runs the local work from the recorded states).
       seed: the seed of part 1.
       map_workers, map_learning_rate: asynchronous EASGD's n and η.
       map_local_steps, map_elasticities: the λ × ρ grid.
@@ -172,6 +174,10 @@ def _steps_taken(rule, problem, noise, starts, centers):
 def _synchronous(config: Config, progress) -> dict:
     problem = get_problem("beale")
     n, lam, eta = config.workers, config.local_steps, config.learning_rate
+    if config.noise != 0:
+        raise ConfigError(
+            f"easgd study: part 1 counts the steps taken by re-running the local work from "
+            f"the recorded states, which needs noise-free gradients; got noise={config.noise}")
     trace = simulate_sync(Cluster(workers=n), local_steps=lam, rounds=config.rounds)
     grad = jax.jit(jax.vmap(jax.grad(problem.loss)))
     keep = max(1, config.rounds // 2000)

@@ -94,7 +94,8 @@ def _replay(config, problem, n, lam, steps, seeds, records):
     rounds = steps // lam
     trace = simulate_sync(Cluster(workers=n), local_steps=lam, rounds=rounds)
     return replay(rule, problem, trace, seeds=seeds, init="random_per_worker",
-                  noise=config.noise, record_paths=False, record_every=rounds // records)
+                  noise=config.noise, record_paths=False, record_every=rounds // records,
+                  progress=False)  # cells run two at a time: one bar for the study
 
 
 def run(config: Config = Config(), progress=None) -> dict:
