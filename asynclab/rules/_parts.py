@@ -174,22 +174,29 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
     return local
 
 
+#: parameter vectors at least this long draw their noise step by step (see _noise_window)
+_WINDOW_BELOW = 8
+
+
 def _noise_window(gradient, key, worker: WorkerState, local_steps: int):
     """``noisy(params, key, worker_id, index, j)``: the gradient of local step ``j``.
 
-    With a problem's stochastic gradient (``clean`` and ``noise_std``), float32
-    parameters (more than one number per window) and a Threefry key, the noise of all λ
-    steps is drawn before the loop with
+    With a problem's stochastic gradient (``clean`` and ``noise_std``), a short float32
+    parameter vector (fewer than ``_WINDOW_BELOW`` numbers, more than one per window) and
+    a Threefry key, the noise of all λ steps is drawn before the loop with
     :func:`asynclab._random.normal_window` — the same numbers as drawing
-    ``normal(fold_in(key, index))`` in each step, but vectorised over workers and seeds.
-    Otherwise each step calls ``gradient`` with ``fold_in(key, index)``.
+    ``normal(fold_in(key, index))`` in each step, but vectorised over workers and seeds
+    (XLA on CPU vectorises along the innermost axis, and a short parameter axis there
+    makes the per-step draw scalar code). Otherwise each step calls ``gradient`` with
+    ``fold_in(key, index)``, which vectorises along a long parameter axis by itself.
     """
     std = getattr(gradient, "noise_std", None)
     params = worker.params
     windowed = (
         std is not None and std > 0
         and isinstance(params, jax.Array) and params.dtype == jnp.float32
-        and local_steps * params.size > 1 and _random._fast(key)
+        and 1 < local_steps * params.size and params.size < _WINDOW_BELOW
+        and _random._fast(key)
     )
     if not windowed:
         def noisy(params, key, worker_id, index, j):
