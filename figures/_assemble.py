@@ -20,10 +20,10 @@ redrawn without re-simulating. The tests run every figure's `main(quick=True)` a
 its claim numerically.
 
 Run times below were measured on the project's 2-core machine. The whole
-`asynclab figures` took 997 s (16.6 min) on 2026-11-26 with the Monte-Carlo figure at
-843 s; the Monte-Carlo figure then went to two cells at a time and 500 check runs and
-re-measured at 495 s, so the full run is now ≈ 650 s (≈ 11 min; the other seven figures
-took 154 s together).
+`asynclab figures` took **652 s (10.9 min)** on 2026-11-26 at load ≈ 1 (model_averaging_mc
+494 s, easgd 57 s, momentum_tuning 40 s, implicit_momentum 16 s, agn 16 s,
+model_averaging_paths 12 s, straggler 12 s, staleness 5 s); `asynclab figures --quick`
+took 44 s.
 """
 
 

@@ -14,7 +14,8 @@ def beale() -> Problem:
 
     f(x, y) = (1.5 − x + xy)² + (2.25 − x + xy²)² + (2.625 − x + xy³)².
     Global minimum f(3, 0.5) = 0; a saddle at (0, 1); a valley toward x → −∞ along
-    y ≈ 1 where f → ≈ 0.45 (the thesis's "other optimum").
+    y ≈ 1 where f → ≈ 0.45 (the thesis's "other optimum"); and a second unbounded valley
+    toward y → −∞ along x ≈ 2.625/|y|³, where f → ≈ 7.31.
     """
 
     def f(p):
