@@ -47,7 +47,7 @@ def _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster) -> Ru
     elif local_steps != 1:
         raise ConfigError(f"rule {rule!r} has no local steps (λ); drop local_steps={local_steps}")
     if "workers" in accepted and "workers" not in options:
-        options["workers"] = cluster.workers // cluster.group_size
+        options["workers"] = cluster.groups
     return make_rule(rule, **options)
 
 

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..problems import get_problem  # noqa: E402
+from ._common import finish, log2_axis  # noqa: E402
 from ._surface import draw_contours  # noqa: E402
 
 _STYLE = {False: ("tab:blue", "without early stop"), True: ("tab:red", "with early stop")}
@@ -127,9 +128,8 @@ def plot_easgd(data: dict, path=None):
             label="one worker: α = 2(1 + c)/(1 + 3c), c = (1 − η h_min)^λ")
     ax.plot(lams, data["alpha_observed"] / map_eta, "D", color="gold", mec="k", ms=7,
             label="simulated boundary (half of the runs grow)")
-    ax.set_xscale("log", base=2)
+    log2_axis(ax, lams)
     ax.set_yscale("log")
-    ax.set_xticks(lams, [str(int(v)) for v in lams])
     ax.set_yticks(map_rhos, [f"{v:.1f} ({v * map_eta:.2f})" for v in map_rhos])
     ax.minorticks_off()
     ax.set_xlabel("communication period λ (local steps between two exchanges)")
@@ -166,10 +166,5 @@ def plot_easgd(data: dict, path=None):
     ax.set_title("λ = 1: the boundary is α ≈ 1 for every n\n(not α·n ≈ 1)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
 
-    fig.suptitle("EASGD: the elastic equilibrium (top) and why asynchronous EASGD diverges "
-                 "with a short communication period (bottom)", fontsize=13)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, "EASGD: the elastic equilibrium (top) and why asynchronous "
+                  "EASGD diverges with a short communication period (bottom)", fontsize=13)

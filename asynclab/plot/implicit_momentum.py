@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._common import finish  # noqa: E402
+from ._common import finish, log2_axis, series_colors  # noqa: E402
 
 
 def _loss(path, h):
@@ -20,7 +20,7 @@ def plot_implicit_momentum(data: dict, path=None, *, title: str | None = None):
     n = data["n"]
     h = data["h"]
     commits = data["commits"]
-    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(n)))
+    colors = series_colors(len(n))
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.0))
 
     ax = axes[0]
@@ -47,9 +47,7 @@ def plot_implicit_momentum(data: dict, path=None, *, title: str | None = None):
             label="… to heavy ball (μ = 1 − 1/n, step η/n)")
     ax.plot(n[several], data["max_standard_error"][several], "^:", color="grey",
             label="Monte-Carlo standard error of E θ̃_t")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(n[several])
-    ax.set_xticklabels([str(k) for k in n[several]])
+    log2_axis(ax, n[several])
     ax.set_yscale("log")
     ax.set_xlabel("workers n")
     ax.set_ylabel("max over commits of ‖·‖ / ‖θ_0‖")
@@ -64,9 +62,7 @@ def plot_implicit_momentum(data: dict, path=None, *, title: str | None = None):
     for k, mu in zip(n, data["fitted_momentum"], strict=True):
         ax.annotate(f"{mu:.3f}", (k, mu), textcoords="offset points", xytext=(6, -12),
                     fontsize=8)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(n)
-    ax.set_xticklabels([str(k) for k in n])
+    log2_axis(ax, n)
     ax.set_xlabel("workers n")
     ax.set_ylabel("momentum μ")
     ax.set_title("implicit momentum fitted from E θ̃_t\n"

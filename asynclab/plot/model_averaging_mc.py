@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ._common import finish, series_colors  # noqa: E402
+
 
 def _budget_text(data) -> str:
     workers = [int(n) for n in data["workers"]]
@@ -33,7 +35,7 @@ def plot_model_averaging_mc(data: dict, path=None):
     fig, (ax, hx) = plt.subplots(1, 2, figsize=(16, 7.0),
                                  gridspec_kw={"width_ratios": [1.25, 1]})
     width = 0.8 / len(bar_lams)
-    colors = plt.cm.viridis(np.linspace(0.15, 0.75, len(bar_lams)))
+    colors = series_colors(len(bar_lams), 0.15, 0.75)
     for k, (lam, c) in enumerate(zip(bar_lams, colors, strict=True)):
         i = lams.index(lam)
         x = np.arange(len(workers)) + (k - (len(bar_lams) - 1) / 2) * width
@@ -75,8 +77,4 @@ def plot_model_averaging_mc(data: dict, path=None):
     hx.set_title(f"P(success) over (n, λ), η = {eta:g}, σ² = {noise:g} (± half the 95 % "
                  "interval)", fontsize=11)
     fig.colorbar(image, ax=hx, label="P(success)")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, rect=(0, 0.08, 1, 1))

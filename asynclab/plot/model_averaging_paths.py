@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
 from ..problems import get_problem  # noqa: E402
+from ._common import finish, series_colors  # noqa: E402
 from ._surface import draw_contours  # noqa: E402
 
 _LABELS = {"start": "identical initialisation", "random_per_worker": "random initialisation"}
@@ -62,7 +63,7 @@ def plot_model_averaging_paths(data: dict, path=None):
                 ax.legend(fontsize=7, loc="lower left", framealpha=0.9)
     n = int(data["workers"])
     eta = data["learning_rate"]
-    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(lams)))
+    colors = series_colors(len(lams))
     half = cols // 2
     ax = fig.add_subplot(grid[2, :half])
     ax.plot(data["sgd_step"], data["sgd_loss"], color="tab:orange", lw=3, alpha=0.6,
@@ -96,10 +97,6 @@ def plot_model_averaging_paths(data: dict, path=None):
                  "prediction ησ√λ·√((n−1)/n)·√(π/2) (no curvature)", fontsize=10)
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
-    fig.suptitle("Model averaging on Beale's function: identical vs random initialisation "
-                 f"(thesis Figs. 2.2–2.3), gradient noise N(0, {data['noise']:g})", fontsize=13)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, "Model averaging on Beale's function: identical vs random "
+                  f"initialisation (thesis Figs. 2.2–2.3), gradient noise N(0, "
+                  f"{data['noise']:g})", fontsize=13)

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._common import finish  # noqa: E402
+from ._common import finish, log2_axis, series_colors  # noqa: E402
 
 
 def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
@@ -16,7 +16,7 @@ def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
     n = data["n"]
     momenta = data["momenta"]
     score = data["commits_to_target"]
-    colors = plt.cm.viridis(np.linspace(0.0, 0.85, len(n)))
+    colors = series_colors(len(n))
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.0))
 
     ax = axes[0]
@@ -45,9 +45,7 @@ def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
         ax.plot(grid, data["best_momentum"][0] - (1 - 1 / grid), "k--", lw=1,
                 label="first order: best μ(n = 1) − (1 − 1/n)")
     ax.axhline(0, color="grey", lw=0.6)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(n)
-    ax.set_xticklabels([str(k) for k in n])
+    log2_axis(ax, n)
     ax.set_xlabel("workers n")
     ax.set_ylabel("best explicit momentum μ")
     step = np.min(np.diff(momenta)) if momenta.size > 1 else 0.1

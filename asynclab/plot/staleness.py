@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ._common import finish  # noqa: E402
+
 
 def plot_staleness(data: dict, path=None):
     """One panel per cluster: the staleness histogram, the geometric fit, E[τ] and n − 1."""
@@ -42,9 +44,4 @@ def plot_staleness(data: dict, path=None):
         ax.set_xlabel("staleness τ (commits)")
         ax.set_ylabel("fraction of commits")
         ax.legend(fontsize=8)
-    fig.suptitle("Staleness distributions: the mean stays n − 1, the shape changes")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return fig
+    return finish(fig, path, "Staleness distributions: the mean stays n − 1, the shape changes")
