@@ -21,9 +21,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._errors import ConfigError
+from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, Rule
@@ -348,7 +348,7 @@ def replay(
     first_center = np.asarray(carry.server.center)
 
     losses, centers, paths = [], [], []
-    bar = tqdm(total=n_events, disable=None if progress is None else not progress,
+    bar = progress_bar(total=n_events, progress=progress,
                desc=f"{rule.name} x{len(seeds)}", unit="event", leave=False)
     with bar:
         for c in range(n_chunks):

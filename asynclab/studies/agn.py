@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
 from ..engine import replay
 from ..problems import get_problem
@@ -77,8 +77,8 @@ def _directions(config: Config, progress) -> dict:
     cosine_first = np.full(shape, np.nan)
     arrows = np.full((len(config.shown_local_steps), len(seeds) * n, 2), np.nan, np.float32)
     pairs = [(i, j) for i in range(shape[0]) for j in range(shape[1])]
-    for i, j in tqdm(pairs, desc="agn: directions", unit="run",
-                     disable=None if progress is None else not progress):
+    for i, j in progress_bar(pairs, desc="agn: directions", unit="run",
+                     progress=progress):
         lam = config.local_steps[j]
         cluster = Cluster(n, ComputeTime("exponential"))
         traces = [simulate_async(cluster, commits=config.direction_commits, local_steps=lam,
@@ -136,8 +136,8 @@ def _curves(config: Config, progress) -> dict:
          config.noise / lam),
     ]
     labels, losses, times = [], [], []
-    for label, rule, traces, noise in tqdm(runs, desc="agn: loss curves", unit="run",
-                                           disable=None if progress is None else not progress):
+    for label, rule, traces, noise in progress_bar(runs, desc="agn: loss curves", unit="run",
+                                           progress=progress):
         result = replay(rule, problem, traces, seeds=seeds, noise=noise, record_every=1,
                         record_paths=False)
         labels.append(label)

@@ -31,9 +31,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._errors import ConfigError
+from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
 from ..engine import replay
 from ..problems import get_problem, stochastic_gradient
@@ -183,8 +183,8 @@ def _synchronous(config: Config, progress) -> dict:
     keep = max(1, config.rounds // 2000)
     out: dict = {}
     runs = [(rho, stop) for rho in config.elasticities for stop in (False, True)]
-    for rho, stop in tqdm(runs, desc="synchronous EASGD",
-                          disable=None if progress is None else not progress):
+    for rho, stop in progress_bar(runs, desc="synchronous EASGD",
+                          progress=progress):
         rule = make_rule("easgd", learning_rate=eta, local_steps=lam, elasticity=rho,
                          early_stop=stop)
         result = replay(rule, problem, trace, seeds=[config.seed], noise=config.noise,
@@ -221,7 +221,7 @@ def _synchronous(config: Config, progress) -> dict:
 # ----------------------------------------------------------------------------- part 2
 
 
-def _asynchronous_cell(problem, n, eta, lam, rho, traces, seeds):
+def _asynchronous_cell(problem, eta, lam, rho, traces, seeds):
     rule = make_rule("aeasgd", learning_rate=eta, local_steps=lam, elasticity=float(rho))
     result = replay(rule, problem, traces, seeds=seeds, init="random", noise=0.0,
                     record_paths=False, record_every=traces[0].n_events)
@@ -242,14 +242,14 @@ def _map(config: Config, progress) -> dict:
     growing = np.zeros((len(lams), len(rhos)))
     cells = [(lam, rho) for lam in lams for rho in rhos]
     checks = [(m, alpha) for m in config.check_workers for alpha in config.check_alphas]
-    bar = tqdm(total=len(cells) + len(checks), desc="asynchronous EASGD map",
-               disable=None if progress is None else not progress)
+    bar = progress_bar(total=len(cells) + len(checks), desc="asynchronous EASGD map",
+               progress=progress)
     with bar:
         for i, lam in enumerate(lams):
             traces = [simulate_async(cluster, local_steps=lam, commits=commits, rng=s)
                       for s in seeds]
             for j, rho in enumerate(rhos):
-                fraction[i, j], growing[i, j] = _asynchronous_cell(problem, n, eta, lam, rho,
+                fraction[i, j], growing[i, j] = _asynchronous_cell(problem, eta, lam, rho,
                                                                    traces, seeds)
                 bar.update()
         check_fraction = np.zeros((len(config.check_workers), len(config.check_alphas)))
@@ -260,7 +260,7 @@ def _map(config: Config, progress) -> dict:
                                      rng=s) for s in seeds]
             for b, alpha in enumerate(config.check_alphas):
                 check_fraction[a, b], check_growing[a, b] = _asynchronous_cell(
-                    problem, m, eta, 1, alpha / eta, traces, seeds)
+                    problem, eta, 1, alpha / eta, traces, seeds)
                 bar.update()
 
     curvatures = np.geomspace(1.0, config.map_condition, config.map_dim)
@@ -271,10 +271,9 @@ def _map(config: Config, progress) -> dict:
     def boundary(lam, workers, order=None):
         return critical_alpha((1 - eta * curvatures) ** lam, workers, order)
 
-    theory_lams = fine
-    alpha_round_robin = np.array([boundary(lam, n) for lam in theory_lams])
+    alpha_round_robin = np.array([boundary(lam, n) for lam in fine])
     alpha_random = np.array([boundary(lam, n, order) for lam in lams])
-    alpha_single = np.array([boundary(lam, 1) for lam in theory_lams])
+    alpha_single = np.array([boundary(lam, 1) for lam in fine])
     # the boundary seen in simulation: between the last ρ where at most half of the
     # runs grew and the next one (geometric mean of the two α)
     grid = np.asarray(rhos)
@@ -294,7 +293,7 @@ def _map(config: Config, progress) -> dict:
         "map_seeds": np.array(seeds),
         "map_exchanges": config.map_exchanges,
         "map_curvatures": curvatures,
-        "theory_local_steps": theory_lams,
+        "theory_local_steps": fine,
         "alpha_round_robin": alpha_round_robin,
         "alpha_random_order": alpha_random,
         "alpha_one_worker": alpha_single,

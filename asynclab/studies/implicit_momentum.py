@@ -26,8 +26,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async
 from ..engine import replay
 from ..problems import get_problem
@@ -111,8 +111,8 @@ def run(config: Config = Config(), progress=None) -> dict:
     seeds = list(range(config.seed, config.seed + config.seeds))
     rng = np.random.default_rng(config.seed)
     mean_paths, references, plain, fitted, fit_error, spread = [], [], [], [], [], []
-    for n in tqdm(config.workers, desc="implicit momentum", unit="n",
-                  disable=None if progress is None else not progress):
+    for n in progress_bar(config.workers, desc="implicit momentum", unit="n",
+                  progress=progress):
         cluster = Cluster(n, ComputeTime("exponential"))
         traces = [simulate_async(cluster, commits=config.commits, rng=s) for s in seeds]
         result = replay(rule, problem, traces, seeds=seeds, noise=config.noise, record_every=1,

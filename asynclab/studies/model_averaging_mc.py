@@ -28,8 +28,8 @@ import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import progress_bar
 from ..cluster import Cluster, simulate_sync
 from ..engine import replay
 from ..problems import get_problem
@@ -129,9 +129,9 @@ def run(config: Config = Config(), progress=None) -> dict:
 
     # Two cells at a time: XLA keeps both cores busy only for the large cells, and the
     # cells are independent (each seed's numbers do not depend on what else runs).
-    with ThreadPoolExecutor(max_workers=config.threads) as pool, tqdm(
+    with ThreadPoolExecutor(max_workers=config.threads) as pool, progress_bar(
             total=len(cells), desc="model averaging Monte Carlo",
-            disable=None if progress is None else not progress) as bar_:
+            progress=progress) as bar_:
         futures = [pool.submit(replay_cell, cell) for cell in cells]
         for (lam, n), future in zip(cells, futures, strict=True):
             check, result = future.result()

@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import progress_bar
 from ..cluster import Cluster, simulate_sync
 from ..engine import initial_state, replay, seed_keys
 from ..problems import get_problem
@@ -87,8 +87,8 @@ def run(config: Config = Config(), progress=None) -> dict:
     keep = config.drawn_rounds
     data: dict = {}
     grid = [(init, lam) for init in INITS for lam in lams]
-    bar = tqdm(grid, desc="model averaging paths",
-               disable=None if progress is None else not progress)
+    bar = progress_bar(grid, desc="model averaging paths",
+               progress=progress)
     distance = np.zeros((len(INITS), len(lams)))
     final_loss = np.zeros((len(INITS), len(lams), len(seeds)))
     first_spread = np.zeros((len(INITS), len(lams), len(seeds)))

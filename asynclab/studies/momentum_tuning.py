@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async
 from ..engine import replay
 from ..problems import get_problem
@@ -67,8 +67,8 @@ def run(config: Config = Config(), progress=None) -> dict:
     level = config.target * initial
     pairs = [(i, j) for i in range(shape[0]) for j in range(shape[1])]
     traces = {}
-    for i, j in tqdm(pairs, desc="momentum tuning", unit="run",
-                     disable=None if progress is None else not progress):
+    for i, j in progress_bar(pairs, desc="momentum tuning", unit="run",
+                     progress=progress):
         n, mu = config.workers[i], config.momenta[j]
         if n not in traces:
             cluster = Cluster(n, ComputeTime("exponential"))

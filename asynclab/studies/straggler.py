@@ -27,8 +27,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Straggler, simulate_async
 from ..engine import initial_state, replay, seed_keys
 from ..problems import get_problem
@@ -36,7 +36,6 @@ from ..rules import make_rule
 
 #: Final-state classes of the basin scan.
 ELSEWHERE, MINIMUM, VALLEY, DIVERGED = 0, 1, 2, 3
-CLASS_NAMES = ("elsewhere", "global minimum", "valley x → −∞", "diverged")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,8 +108,8 @@ def _fixed_start(config: Config, problem, progress) -> dict:
     pre, post = 20, 3 * config.window
     aligned = []
     rules = _rules(config, config.learning_rate)
-    for rule in tqdm(rules, desc="straggler: fixed start", unit="rule",
-                     disable=None if progress is None else not progress):
+    for rule in progress_bar(rules, desc="straggler: fixed start", unit="rule",
+                     progress=progress):
         result = replay(rule, problem, traces, seeds=seeds, noise=config.noise,
                         record_every=1, record_paths=True)
         center, loss = result.center_path, result.loss  # index i: after i commits
@@ -162,8 +161,8 @@ def _basin_scan(config: Config, base, progress) -> dict:
             ("adag_straggler", adag, with_straggler),
             ("adag_none", adag, without)]
     out = {"basin_starts": starts}
-    for name, rule, trace in tqdm(runs, desc="straggler: basins", unit="run",
-                                  disable=None if progress is None else not progress):
+    for name, rule, trace in progress_bar(runs, desc="straggler: basins", unit="run",
+                                  progress=progress):
         result = replay(rule, base, trace, seeds=seeds, noise=config.noise, init="random",
                         record_every=config.basin_commits, record_paths=False)
         out[f"basin_{name}"] = classify(result.final_params, result.diverged,
