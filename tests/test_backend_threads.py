@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from asynclab import ConfigError
@@ -26,6 +27,7 @@ def test_replaying_the_real_trace_reproduces_the_run(devices):
         assert r["max_path_error"] < 1e-5, name
         assert r["final_error"] < 1e-5, name
         assert r["staleness_ok"] and r["time_sorted"], name
+        assert r["pulls_ok"], name
         assert sum(r["per_worker"]) == 300 and min(r["per_worker"]) > 0, name
         # closed-loop fact holds for the real run too (up to the start/end boundary)
         assert abs(r["mean_staleness"] - (devices - 1)) < 0.1 * devices + 0.2, name
@@ -50,6 +52,11 @@ def test_cli_threads_backend_reports_the_real_run():
     assert sum(out["staleness_histogram"]) == 100
     assert out["wall_time"] > 0 and out["commits_per_second"] > 0
     assert sum(out["predicted_staleness_histogram"]) >= 100
+    # the prediction simulates max(20,000, the run's) commits of the measured cluster, and
+    # its mean staleness is the closed-loop n − 1 = 1
+    predicted = np.array(out["predicted_staleness_histogram"])
+    assert predicted.sum() == 20_000
+    assert abs(np.average(np.arange(predicted.size), weights=predicted) - 1) < 0.05
     proc = subprocess.run(
         [sys.executable, "-m", "asynclab.cli", "run", "--backend", "threads", "--devices", "3",
          "--commits", "10"], capture_output=True, text=True, timeout=240)

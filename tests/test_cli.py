@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from asynclab.cli import main
+from asynclab.cluster import Cluster, ComputeTime, simulate_async
 
 
 def run_cli(*args):
@@ -29,6 +30,11 @@ def test_json_run_has_the_documented_fields(capsys):
     hist = np.array(out["staleness_histogram"])
     assert hist.sum() == 3000
     assert out["mean_staleness"] == pytest.approx(np.average(np.arange(hist.size), weights=hist))
+    # the run's schedule is the simulator's for this cluster and seed, simulated apart
+    trace = simulate_async(Cluster(8, ComputeTime("exponential")), commits=3000, rng=0)
+    np.testing.assert_array_equal(hist, np.bincount(trace.staleness, minlength=hist.size))
+    assert out["mean_staleness"] == pytest.approx(trace.staleness.mean())
+    assert out["simulated_time"] == pytest.approx(trace.time[-1])
     assert abs(out["mean_staleness"] - 7) < 0.3
     assert len(out["final_params"]) == 2
 

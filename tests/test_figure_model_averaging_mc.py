@@ -18,9 +18,19 @@ def _claims(data, max_change):
     workers = list(data["workers"])
     # every probability carries a 95 % interval that contains it
     assert np.all((low <= p) & (p <= high))
+    # ... and it is the Wilson score interval of the stored counts (textbook formula)
+    runs, z = data["runs"], 1.959964
+    assert np.array_equal(p, data["success"] / runs)
+    centre = (p + z * z / (2 * runs)) / (1 + z * z / runs)
+    spread = z * np.sqrt(p * (1 - p) / runs + z * z / (4 * runs**2)) / (1 + z * z / runs)
+    np.testing.assert_allclose(low, centre - spread, atol=1e-12)
+    np.testing.assert_allclose(high, centre + spread, atol=1e-12)
     half = (high - low) / 2
     normal = 1.96 * np.sqrt(p * (1 - p) / data["runs"])
     np.testing.assert_allclose(half, normal, rtol=0.3, atol=0.01)
+    # away from 0 and 1, with hundreds of runs, Wilson is the normal interval to 5 %
+    inner = (p > 0.1) & (p < 0.9) & (runs >= 500)
+    np.testing.assert_allclose(half[inner], normal[inner], rtol=0.05)
     # more randomly initialised workers reach the global minimum more often: the
     # n = 10 interval lies above the n = 1 interval, for every λ
     one, ten = workers.index(1), workers.index(10)

@@ -98,8 +98,16 @@ def test_early_stop_draws_fresh_noise_after_stopping():
     first = rule.local(worker, gradient, key, 0)
     assert np.array_equal(first.params, worker.params)  # no step taken
     assert int(first.steps) == lam                       # yet the counter moved on
-    second = rule.local(first, gradient, key, 0)
+    seen = []
+
+    def spy(params, key, worker_id, step):  # a plain function: per-step draws
+        jax.debug.callback(lambda s: seen.append(int(s)), step)
+        return gradient(params, key, worker_id, step)
+
+    second = rule.local(first, spy, key, 0)
     assert int(second.steps) == 2 * lam
+    jax.effects_barrier()
+    assert sorted(seen) == list(range(lam, 2 * lam))  # the rule asked for steps λ…2λ−1
     # so the next round draws the noise of steps λ…2λ−1, not that of step 0 again
     assert not np.array_equal(gradient(worker.params, jax.random.fold_in(key, lam), 0, lam),
                               gradient(worker.params, jax.random.fold_in(key, 0), 0, 0))

@@ -17,6 +17,16 @@ from asynclab.engine import replay  # noqa: E402
 from asynclab.problems import beale  # noqa: E402
 from asynclab.rules import make_rule  # noqa: E402
 
+
+def _previous_commit_clock(worker):
+    """A plain loop oracle: 1 + the index of the worker's previous commit, 0 at first."""
+    last, out = {}, []
+    for t, k in enumerate(worker.tolist()):
+        out.append(last.get(k, 0))
+        last[k] = t + 1
+    return np.array(out)
+
+
 report = {}
 for name, options in (("downpour", {"local_steps": 2}), ("adag", {"gamma": 1e-2}),
                       ("dynsgd", {}), ("aeasgd", {"local_steps": 4})):
@@ -31,6 +41,9 @@ for name, options in (("downpour", {"local_steps": 2}), ("adag", {"gamma": 1e-2}
         "events": t.n_events,
         "per_worker": np.bincount(t.worker, minlength=n).tolist(),
         "staleness_ok": bool(np.array_equal(t.staleness, np.arange(t.n_events) - t.pulled_clock)),
+        # the recorded pulls: each worker pulls inside its commit's exchange, so the clock
+        # it pulled is 1 + the index of its previous commit (0 before its first)
+        "pulls_ok": bool(np.array_equal(t.pulled_clock, _previous_commit_clock(t.worker))),
         "time_sorted": bool(np.all(np.diff(t.time) >= 0)),
         "mean_staleness": float(t.staleness.mean()),
         "predicted_mean_staleness": float(predicted.staleness.mean()),
