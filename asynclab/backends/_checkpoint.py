@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from ..cluster import RoundTrace
 
@@ -109,13 +110,20 @@ def load(path: Path, print_: dict, template) -> Saved:
       ConfigError: the file is not a checkpoint, or another run (another fingerprint, or
         state of another shape) wrote it.
     """
+    what = "an asynclab checkpoint (written by a run on devices with --checkpoint)"
+    data = _validate.read_npz(path, "checkpoint", what)
+    if "header" not in data:
+        kind = ("a saved result (read it with asynclab.Result.load)" if "config_json" in data
+                else f"an .npz of other arrays ({', '.join(sorted(data)[:6]) or 'none'})")
+        raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: it is {kind}")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(str(data["header"]))
-            leaves = [data[f"state_{i}"] for i in range(header["leaves"])]
-            records = {name: data[f"record_{name}"] for name in header["records"]}
-    except (OSError, KeyError, ValueError) as error:
-        raise ConfigError(f"{path} is not a readable asynclab checkpoint: {error}") from None
+        header = json.loads(str(data["header"]))
+        leaves = [data[f"state_{i}"] for i in range(header["leaves"])]
+        records = {name: data[f"record_{name}"] for name in header["records"]}
+        header["fingerprint"], header["position"], header["diverged_at"]
+    except (KeyError, ValueError, TypeError) as error:
+        raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: its header is damaged "
+                          f"({type(error).__name__})") from None
     if header.get("format") != FORMAT:
         raise ConfigError(f"{path}: checkpoint format {header.get('format')} is not "
                           f"{FORMAT}")

@@ -38,7 +38,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
+from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..engine import INITS, Result, initial_state, seed_keys
 from ..problems import Problem, stochastic_gradient
@@ -107,6 +109,7 @@ def trace_from_order(worker: Sequence[int], n_workers: int, *, local_steps: int 
 def round_robin_trace(n_workers: int, rounds: int, *, local_steps: int = 1,
                       group_size: int = 1) -> Trace:
     """Workers commit in the fixed order 0, 1, …, n−1, ``rounds`` times."""
+    _check_rounds(n_workers, rounds)
     return trace_from_order(np.tile(np.arange(n_workers), rounds), n_workers,
                             local_steps=local_steps, group_size=group_size)
 
@@ -118,10 +121,18 @@ def random_order_trace(n_workers: int, rounds: int, rng, *, local_steps: int = 1
     Args:
       rng: a ``numpy.random.Generator`` or a seed.
     """
-    rng = np.random.default_rng(rng)
+    _check_rounds(n_workers, rounds)
+    rng = np.random.default_rng(rng if isinstance(rng, np.random.Generator)
+                                else _validate.seed(rng, "rng"))
     order = np.concatenate([rng.permutation(n_workers) for _ in range(rounds)])
     return trace_from_order(order, n_workers, local_steps=local_steps,
                             group_size=group_size)
+
+
+def _check_rounds(n_workers, rounds) -> None:
+    for name, value in (("n_workers", n_workers), ("rounds", rounds)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def segment_starts(trace: Trace | RoundTrace) -> np.ndarray:
@@ -459,6 +470,7 @@ def run_pmap(
     resume: bool = False,
     sync_every: int = MAX_IN_FLIGHT,
     config: dict | None = None,
+    progress: bool | None = None,
 ) -> BackendRun:
     """Run ``rule`` on ``trace`` with one worker per device.
 
@@ -487,6 +499,8 @@ def run_pmap(
         configuration is a ConfigError); start from the beginning if it does not.
       sync_every: wait for the devices every this many calls (1 to 16).
       config: stored in the result (the run's own settings are added).
+      progress: show a progress bar over the events (None: only on a terminal or in a
+        notebook).
 
     Returns:
       A :class:`BackendRun`.
@@ -503,6 +517,9 @@ def run_pmap(
     _check(rule, problem, trace, init, record_every, sync_every, checkpoint, checkpoint_every,
            resume)
     record_every, sync_every = int(record_every), int(sync_every)
+    seed = _validate.seed(seed)
+    if checkpoint is not None:
+        _validate.output_path(_checkpoint.process_path(checkpoint), "checkpoint")
     n = trace.n_workers
     pmap_devices, n_local = _resolve_devices(n, devices)
     if record_paths is None:
@@ -545,22 +562,28 @@ def run_pmap(
     pending: list = []
     clock = time.perf_counter()
     step = position
-    while step < n_segments and diverged_at < 0:
-        shared, workers, out = program(shared, workers, keys, plan)
-        pending.append(out)
-        step += 1
-        save_now = checkpoint is not None and (step == n_segments or (
-            checkpoint_every is not None and step % checkpoint_every == 0))
-        if len(pending) == sync_every or step == n_segments or save_now:
-            jax.block_until_ready((shared, workers))
-            now = time.perf_counter()
-            records.add(pending, now - clock, step - len(pending), starts, trace)
-            pending, clock = [], now
-            diverged_at = int(_replica(shared.diverged_at))
-            if save_now or (checkpoint is not None and diverged_at >= 0):
-                state = (jax.tree.map(_replica, shared.server), jax.tree.map(_rows, workers))
-                _checkpoint.save(path, fingerprint, state, step, diverged_at, records.state())
-
+    bar = progress_bar(total=n_events, initial=int(starts[position]), progress=progress,
+                       desc=f"{rule.name} on {n} device(s)", unit="event", leave=False)
+    try:
+        while step < n_segments and diverged_at < 0:
+            shared, workers, out = program(shared, workers, keys, plan)
+            pending.append(out)
+            step += 1
+            save_now = checkpoint is not None and (step == n_segments or (
+                checkpoint_every is not None and step % checkpoint_every == 0))
+            if len(pending) == sync_every or step == n_segments or save_now:
+                jax.block_until_ready((shared, workers))
+                now = time.perf_counter()
+                records.add(pending, now - clock, step - len(pending), starts, trace)
+                pending, clock = [], now
+                bar.update(int(starts[step]) - bar.n)
+                diverged_at = int(_replica(shared.diverged_at))
+                if save_now or (checkpoint is not None and diverged_at >= 0):
+                    state = (jax.tree.map(_replica, shared.server), jax.tree.map(_rows, workers))
+                    _checkpoint.save(path, fingerprint, state, step, diverged_at,
+                                     records.state())
+    finally:
+        bar.close()
     events_done = int(starts[step])
     worker_tail = (n, problem.dim) if rule.synchronous else (problem.dim,)
     loss, center_path, worker_path = records.arrays(first_loss, first_center, worker_tail,

@@ -17,7 +17,9 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
+from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Trace, simulate_async
 from ..engine import initial_state, seed_keys
 from ..problems import Problem, stochastic_gradient
@@ -60,6 +62,7 @@ def run_threads(
     noise: float = 0.0,
     init: str = "start",
     devices=None,
+    progress: bool | None = None,
 ) -> ThreadsRun:
     """Run an asynchronous rule with one free-running thread per device.
 
@@ -73,6 +76,8 @@ def run_threads(
       noise: gradient-noise variance σ².
       init: "start" or "random".
       devices: the devices to use (default ``jax.devices()``).
+      progress: show a progress bar over the commits (None: only on a terminal or in a
+        notebook).
 
     Returns:
       A :class:`ThreadsRun` whose ``trace`` replays to the same numbers.
@@ -82,12 +87,14 @@ def run_threads(
                           "rules (use --backend pmap for synchronous ones)")
     if int(commits) != commits or commits < 1:
         raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
+    seed = _validate.seed(seed)
     if rule.hyperparameters.get("group_size", 1) != 1:
         raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
     devices = list(jax.devices() if devices is None else devices)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(
+            workers, int | np.integer) or workers < 1):
+        raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
     n = len(devices) if workers is None else int(workers)
-    if n < 1:
-        raise ConfigError(f"workers must be >= 1, got {workers}")
     if n > len(devices):
         raise ConfigError(
             f"{n} workers need {n} devices but only {len(devices)} are available; on a CPU "
@@ -134,6 +141,7 @@ def run_threads(
                     shared["server"] = new_server
                     shared["clock"] += 1
                     record.append((time.perf_counter() - start, k, pulled, spent))
+                    bar.update(1)
                     if keep_path:
                         centers.append(np.asarray(new_server.center))
                 state = jax.device_put(new_state, devices[k])
@@ -141,10 +149,14 @@ def run_threads(
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    bar = progress_bar(total=commits, progress=progress, desc=f"{rule.name} on {n} thread(s)",
+                       unit="commit", leave=False)
+    with bar:
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():  # a timed join lets Ctrl-C through to the main thread
+                t.join(0.1)
     if errors:
         raise errors[0]
     wall = time.perf_counter() - start

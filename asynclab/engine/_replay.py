@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
@@ -253,9 +254,49 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
     return fn
 
 
+def check_options(rule, init, record_every) -> None:
+    """Refuse an unknown ``init`` or a ``record_every`` that is not a positive integer."""
+    if not isinstance(init, str) or init not in INITS:
+        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
+    if init == "random_per_worker" and not rule.synchronous:
+        raise ConfigError(
+            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
+            "start by pulling the centre"
+        )
+    if record_every is not None and (isinstance(record_every, bool) or not isinstance(
+            record_every, int | np.integer) or record_every < 1):
+        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
+
+
+def _checked_inputs(rule, problem, traces):
+    """``(rule, problem, traces)`` of the right types: a problem may be given by name."""
+    from ..problems import get_problem
+
+    if isinstance(rule, str):
+        raise ConfigError(
+            f"replay takes a built rule, got the name {rule!r}; build it with "
+            f"asynclab.rules.make_rule({rule!r}, learning_rate=...) (or use asynclab.run)")
+    if not isinstance(rule, Rule):
+        raise ConfigError(f"rule must be a rule from asynclab.rules, got {rule!r}")
+    if isinstance(problem, str):
+        problem = get_problem(problem)
+    elif not isinstance(problem, Problem):
+        raise ConfigError(f"problem must be a problem name or an asynclab.problems.Problem, "
+                          f"got {problem!r}")
+    if traces is None:
+        raise ConfigError("traces is None; give a trace from asynclab.cluster.simulate_async "
+                          "/ simulate_sync (or asynclab.engine.schedule), or a list of them")
+    if not isinstance(traces, Trace | RoundTrace) and not (
+            isinstance(traces, Sequence) and not isinstance(traces, str)
+            and all(isinstance(t, Trace | RoundTrace) for t in traces)):
+        raise ConfigError(f"traces must be a Trace, a RoundTrace or a list of them, got "
+                          f"{type(traces).__name__}")
+    return rule, problem, traces
+
+
 def replay(
     rule: Rule,
-    problem: Problem,
+    problem: Problem | str,
     traces: Trace | RoundTrace | Sequence[Trace | RoundTrace],
     *,
     seeds: int | Sequence[int] = 0,
@@ -270,10 +311,10 @@ def replay(
 
     Args:
       rule: an asynchronous or synchronous rule from :mod:`asynclab.rules`.
-      problem: a :class:`~asynclab.problems.Problem`.
+      problem: a :class:`~asynclab.problems.Problem` or a problem name.
       traces: one trace replayed by every seed, or a sequence with one trace per seed.
-      seeds: an int or a sequence of ints; seed ``s`` draws the gradient noise and random
-        starts from ``jax.random.key(s)``.
+      seeds: a seed or a sequence of seeds (integers in [0, 2**32)); seed ``s`` draws the
+        gradient noise and random starts from ``jax.random.key(s)``.
       noise: variance σ² of the additive Gaussian gradient noise.
       init: ``"start"`` (the problem's fixed start), ``"random"`` (uniform in its box) or
         ``"random_per_worker"`` (synchronous rules only: each worker its own start, the
@@ -286,16 +327,9 @@ def replay(
     Returns:
       A :class:`Result`.
     """
-    seeds = np.atleast_1d(np.asarray(seeds, np.int64))
-    if seeds.ndim != 1 or seeds.size == 0:
-        raise ConfigError(f"seeds must be an int or a non-empty list of ints, got {seeds!r}")
-    if init not in INITS:
-        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
-    if init == "random_per_worker" and not rule.synchronous:
-        raise ConfigError(
-            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
-            "start by pulling the centre"
-        )
+    rule, problem, traces = _checked_inputs(rule, problem, traces)
+    seeds = np.asarray(_validate.seeds(seeds), np.int64)
+    check_options(rule, init, record_every)
     if isinstance(traces, Trace | RoundTrace):
         traces = [traces]
     traces = list(traces)
@@ -318,8 +352,6 @@ def replay(
     n_events = time.shape[1]
     if record_every is None:
         record_every = max(1, math.ceil(n_events / 1000))
-    if int(record_every) != record_every or record_every < 1:
-        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
     record_every = int(record_every)
     if record_paths is None:
         record_paths = problem.dim <= 2

@@ -112,6 +112,11 @@ def make_rule(name: str, **hyperparameters) -> Rule:
             raise ConfigError(
                 f"rule {name!r} has no hyperparameter {key!r}; it takes: {', '.join(accepted)}"
             )
+    required = [p.name for p in inspect.signature(info.factory).parameters.values()
+                if p.default is inspect.Parameter.empty and p.name not in hyperparameters]
+    if required:
+        raise ConfigError(f"rule {name!r} needs {', '.join(required)} (e.g. "
+                          f"make_rule({name!r}, {required[0]}=...))")
     return _built(name, tuple(sorted(hyperparameters.items())))
 
 
