@@ -70,14 +70,14 @@ def output_path(path, field: str, *, suffixes: Iterable[str] | None = None) -> P
     path = Path(path).expanduser()
     if str(path) in ("", "."):
         raise ConfigError(f"{field} needs a file name, got {str(path)!r}")
+    if path.is_dir():
+        raise ConfigError(f"{field} {str(path)!r} is a folder; give a file name")
     if suffixes is not None:
         suffixes = tuple(suffixes)
         if path.suffix.lower() not in suffixes:
             raise ConfigError(
                 f"{field} {str(path)!r}: unsupported file type {path.suffix or '(none)'!r}; "
                 f"use one of {', '.join(suffixes)}")
-    if path.is_dir():
-        raise ConfigError(f"{field} {str(path)!r} is a folder; give a file name")
     writable_folder(path.parent, field, for_file=path)
     return path
 
@@ -131,10 +131,12 @@ def read_npz(path, field: str, what: str) -> dict:
 
     path = input_file(path, field)
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with open(path, "rb") as file:  # closed here even when numpy gives up
+            data = np.load(file, allow_pickle=False)
             if not isinstance(data, np.lib.npyio.NpzFile):
                 raise ValueError("a single array")
-            return {name: data[name] for name in data.files}
+            with data:
+                return {name: data[name] for name in data.files}
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error,
             AttributeError) as error:
         reason = ("a single .npy array, not an .npz archive" if str(error) == "a single array"

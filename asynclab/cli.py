@@ -54,18 +54,20 @@ def _seeds(args) -> list[int]:
     try:
         if ":" in text:
             start, stop = (int(x) for x in text.split(":"))
-            if stop - start > _MAX_SEEDS:
-                raise ConfigError(f"--seeds {text!r} asks for {stop - start} seeds; at most "
-                                  f"{_MAX_SEEDS} in one run")
-            seeds = [_validate.seed(start, "--seeds START"), *range(start + 1, stop)]
-            if stop <= start:
-                seeds = []
-            else:
-                _validate.seed(stop - 1, "--seeds STOP - 1")
+            seeds = None
         else:
             seeds = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--seeds takes START:STOP or a comma list, got {text!r}") from None
+    if seeds is None:
+        if stop <= start:
+            raise ConfigError(f"--seeds {text!r} gives no seed")
+        if stop - start > _MAX_SEEDS:
+            raise ConfigError(f"--seeds {text!r} asks for {stop - start} seeds; at most "
+                              f"{_MAX_SEEDS} in one run")
+        _validate.seed(start, "--seeds START")
+        _validate.seed(stop - 1, "--seeds STOP - 1")
+        seeds = list(range(start, stop))
     if not seeds:
         raise ConfigError(f"--seeds {text!r} gives no seed")
     return _validate.seeds(seeds, "--seeds")

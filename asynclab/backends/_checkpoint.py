@@ -110,6 +110,17 @@ def load(path: Path, print_: dict, template) -> Saved:
       ConfigError: the file is not a checkpoint, or another run (another fingerprint, or
         state of another shape) wrote it.
     """
+    return restore(read(path, print_), path, template)
+
+
+def read(path: Path, print_: dict) -> Saved:
+    """A checkpoint's header, records and state leaves (a flat list), checked against the
+    fingerprint ``print_`` of the run that resumes it; nothing is compiled or placed.
+
+    Raises:
+      ConfigError: the file is missing, empty, truncated, not a checkpoint, or another
+        run's.
+    """
     what = "an asynclab checkpoint (written by a run on devices with --checkpoint)"
     data = _validate.read_npz(path, "checkpoint", what)
     if "header" not in data:
@@ -134,10 +145,16 @@ def load(path: Path, print_: dict, template) -> Saved:
             for key in sorted(set(saved) | set(print_)) if saved.get(key) != print_.get(key))
         raise ConfigError(f"the checkpoint {path} belongs to another run ({differences}); "
                           "resume with the same configuration or remove the file")
+    return Saved(state=leaves, position=header["position"],
+                 diverged_at=header["diverged_at"], records=records)
+
+
+def restore(saved: Saved, path: Path, template) -> Saved:
+    """``saved`` with its state leaves rebuilt on ``template``'s structure."""
+    leaves = saved.state
     expected, treedef = jax.tree.flatten(template)
     if len(expected) != len(leaves) or any(
             np.shape(a) != b.shape or np.asarray(a).dtype != b.dtype
             for a, b in zip(expected, leaves, strict=False)):
         raise ConfigError(f"the checkpoint {path} holds state of another shape than this run")
-    return Saved(state=jax.tree.unflatten(treedef, leaves), position=header["position"],
-                 diverged_at=header["diverged_at"], records=records)
+    return saved._replace(state=jax.tree.unflatten(treedef, leaves))

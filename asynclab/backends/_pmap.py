@@ -526,6 +526,12 @@ def run_pmap(
         record_paths = problem.dim <= 2
     record_paths = bool(record_paths) and jax.process_count() == 1
     noise = float(noise)
+    fingerprint = _checkpoint.fingerprint(rule, problem, trace, seed=seed, noise=noise,
+                                          init=init, record_every=record_every,
+                                          record_paths=record_paths)
+    path = None if checkpoint is None else _checkpoint.process_path(checkpoint)
+    # read a checkpoint before compiling anything: a damaged or foreign one fails fast
+    saved = _checkpoint.read(path, fingerprint) if resume and path.exists() else None
     starts = segment_starts(trace)
     n_segments, n_events = starts.size - 1, trace.n_events
     program = _program(rule, problem, noise, record_paths, pmap_devices)
@@ -540,14 +546,10 @@ def run_pmap(
     workers = jax.tree.map(lambda x: np.asarray(x)[ids], workers)  # this process's rows
     template = (server, workers)
 
-    fingerprint = _checkpoint.fingerprint(rule, problem, trace, seed=seed, noise=noise,
-                                          init=init, record_every=record_every,
-                                          record_paths=record_paths)
     records = _Records(record_paths, record_every, n_events, problem.dim)
     position, diverged_at = 0, -1
-    path = None if checkpoint is None else _checkpoint.process_path(checkpoint)
-    if resume and path.exists():
-        saved = _checkpoint.load(path, fingerprint, template)
+    if saved is not None:
+        saved = _checkpoint.restore(saved, path, template)
         server, workers = saved.state
         position, diverged_at = saved.position, saved.diverged_at
         records.restore(saved.records)
