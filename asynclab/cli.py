@@ -189,7 +189,8 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpF
     """Shows ``(default: X)`` after every option that has a default other than None."""
 
     def _get_help_string(self, action):
-        if action.default in (None, False) or action.default is argparse.SUPPRESS:
+        if action.default is None or action.default is False or (
+                action.default is argparse.SUPPRESS):
             return action.help
         return super()._get_help_string(action)
 

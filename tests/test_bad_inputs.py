@@ -541,6 +541,39 @@ def test_device_runs_of_mixed_groups_and_diverged_wall_time(tmp_path):
     assert "Warning" not in diverged.stderr
 
 
+# ----------------------------------------------------------------------------- help
+
+
+def _help(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--help"])
+    assert stop.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+
+
+def test_run_help_shows_defaults_and_lists_problems(capsys):
+    text = _help(["run"], capsys)
+    for name in asynclab.problems.PROBLEMS:
+        assert name in text
+    for default in ("(default: beale)", "(default: downpour)", "(default: 0.001)",
+                    "(default: 0.0)", "(default: 1000)", "(default: 0)", "(default: sim)",
+                    "(default: start)", "(default: exponential)"):
+        assert default in text, default
+    assert "regression)" not in text.replace("linear_regression", "")
+
+
+def test_figures_help_lists_the_figures(capsys):
+    from asynclab.figures import available
+
+    text = _help(["figures"], capsys)
+    assert available() and all(name in text for name in available())
+
+
+def test_demo_help_shows_defaults(capsys):
+    text = _help(["demo"], capsys)
+    assert "(default: asynclab-demo.png)" in text and "(default: 20000)" in text
+
+
 # ----------------------------------------------------------------------------- Ctrl-C
 
 
