@@ -348,6 +348,9 @@ API = [
     ("run_threads workers=0", lambda tmp: _threads(workers=0), "workers"),
     ("run_threads synchronous rule", lambda tmp: _threads(rule=_rule("model_averaging")),
      "synchronous"),
+    ("run_threads init=random_per_worker", lambda tmp: _threads(init="random_per_worker"),
+     "random_per_worker"),
+    ("run_threads init unknown", lambda tmp: _threads(init="nowhere"), "init"),
     ("run_threads 2 workers on 1 device", lambda tmp: _threads(workers=2),
      "xla_force_host_platform_device_count"),
     # Result.load on what is not a saved result
@@ -539,6 +542,22 @@ def test_device_runs_of_mixed_groups_and_diverged_wall_time(tmp_path):
     assert 0 < out["segments_run"] < out["segments"]
     assert np.isfinite(out["wall_time"]) and out["wall_time"] > 0
     assert "Warning" not in diverged.stderr
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+def test_device_runs_show_progress_bars_when_asked(capsys):
+    from asynclab.backends import round_robin_trace, run_pmap, run_threads
+
+    rule, beale = _rule(), asynclab.problems.beale()
+    run_pmap(rule, beale, round_robin_trace(1, 40), progress=True)
+    assert "downpour on 1 device(s)" in capsys.readouterr().err  # tqdm draws at its pace
+    run_pmap(rule, beale, round_robin_trace(1, 40), progress=False)
+    assert capsys.readouterr().err == ""
+    run_threads(rule, beale, commits=30, workers=1, progress=True)
+    err = capsys.readouterr().err
+    assert "downpour on 1 thread(s)" in err and "/30" in err
 
 
 # ----------------------------------------------------------------------------- help

@@ -22,6 +22,7 @@ from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Trace, simulate_async
 from ..engine import initial_state, seed_keys
+from ..engine._replay import check_options
 from ..problems import Problem, stochastic_gradient
 from ..rules import Rule
 
@@ -88,6 +89,7 @@ def run_threads(
     if int(commits) != commits or commits < 1:
         raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
     seed = _validate.seed(seed)
+    check_options(rule, init, None)
     if rule.hyperparameters.get("group_size", 1) != 1:
         raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
     devices = list(jax.devices() if devices is None else devices)
@@ -186,6 +188,7 @@ def predicted_staleness(run: ThreadsRun, *, commits: int | None = None, seed: in
     Returns:
       ``(trace, cluster)``: a simulated trace and the cluster model fitted to the run.
     """
+    seed = _validate.seed(seed)
     n = run.trace.n_workers
     means = np.array([run.local_time[run.trace.worker == k].mean() for k in range(n)])
     cv = float(np.std(run.local_time) / np.mean(run.local_time))
