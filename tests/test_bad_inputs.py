@@ -598,8 +598,10 @@ def test_demo_help_shows_defaults(capsys):
 
 def _interrupt(argv: list[str], ready, timeout: float = 120) -> subprocess.CompletedProcess:
     """Start ``asynclab argv``, send SIGINT once ``ready()`` holds, return what it did."""
+    # a shell without job control starts background jobs with SIGINT ignored: restore it
     proc = subprocess.Popen([sys.executable, "-m", "asynclab.cli", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + timeout
     while not ready() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -611,10 +613,19 @@ def _interrupt(argv: list[str], ready, timeout: float = 120) -> subprocess.Compl
 
 def test_ctrl_c_stops_a_run_with_one_line(tmp_path):
     started = time.monotonic()
-    proc = _interrupt(["run", "--commits", "20000000", "--workers", "2", "--record-every",
+    proc = _interrupt(["run", "--commits", "5000000", "--workers", "2", "--record-every",
                        "100000"], lambda: time.monotonic() - started > 6)
     assert proc.returncode == 130, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "asynclab: interrupted"
+
+
+def test_ctrl_c_stops_free_running_threads(tmp_path):
+    started = time.monotonic()
+    proc = _interrupt(["run", "--backend", "threads", "--devices", "2", "--simulate-devices",
+                       "--commits", "2000000"], lambda: time.monotonic() - started > 10)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "asynclab: interrupted"
 
 

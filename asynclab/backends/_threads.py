@@ -122,7 +122,7 @@ def run_threads(
     record: list[tuple[float, int, int, float]] = []
     centers: list[np.ndarray] = []
     keep_path = problem.dim <= 10
-    shared = {"server": server, "clock": 0}
+    shared = {"server": server, "clock": 0, "stop": False}
     errors: list[BaseException] = []
     start = time.perf_counter()
 
@@ -134,7 +134,7 @@ def run_threads(
                 state = jax.block_until_ready(local(state, keys[k], k))
                 spent = time.perf_counter() - began
                 with lock:
-                    if shared["clock"] >= commits:
+                    if shared["clock"] >= commits or shared["stop"]:
                         return
                     pulled = int(state.pulled_clock)
                     new_server, new_state, _ = exchange(shared["server"],
@@ -156,9 +156,14 @@ def run_threads(
     with bar:
         for t in threads:
             t.start()
-        for t in threads:
-            while t.is_alive():  # a timed join lets Ctrl-C through to the main thread
-                t.join(0.1)
+        try:
+            for t in threads:
+                while t.is_alive():  # a timed join lets Ctrl-C through to the main thread
+                    t.join(0.1)
+        finally:  # on Ctrl-C, the workers stop at their next exchange
+            shared["stop"] = True
+            for t in threads:
+                t.join(10.0)
     if errors:
         raise errors[0]
     wall = time.perf_counter() - start
