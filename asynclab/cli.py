@@ -598,6 +598,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit status after Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
 def _interrupted(args) -> str:
     """The one line printed on Ctrl-C: what was lost and how to continue."""
     checkpoint = getattr(args, "checkpoint", None)
@@ -625,11 +629,29 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         print(f"\n{_interrupted(args)}", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:  # e.g. `asynclab rules | head`
         sys.stderr.close()
         return 0
 
 
+def console() -> None:
+    """The ``asynclab`` executable: :func:`main`, then exit with its status.
+
+    After Ctrl-C the process ends at once (``os._exit``) instead of tearing down JAX:
+    XLA aborts when its runtime is destroyed while device computations or worker threads
+    are still in flight. Checkpoints and saved results are written atomically, so
+    nothing on disk is left half-written.
+    """
+    import os
+
+    code = main()
+    if code == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

@@ -598,10 +598,12 @@ def test_demo_help_shows_defaults(capsys):
 
 def _interrupt(argv: list[str], ready, timeout: float = 120) -> subprocess.CompletedProcess:
     """Start ``asynclab argv``, send SIGINT once ``ready()`` holds, return what it did."""
-    # a shell without job control starts background jobs with SIGINT ignored: restore it
-    proc = subprocess.Popen([sys.executable, "-m", "asynclab.cli", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # a shell without job control starts background jobs with SIGINT ignored, and the
+    # child would inherit that: install Python's handler in it, then run the executable
+    start = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "from asynclab.cli import console; console()")
+    proc = subprocess.Popen([sys.executable, "-c", start, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout
     while not ready() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
