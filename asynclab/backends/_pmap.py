@@ -418,7 +418,7 @@ def _check(rule, problem: Problem, trace, init: str, record_every, sync_every, c
         raise ConfigError(
             f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
             f"{rule.name} takes local_steps={rule.local_steps}")
-    group_size = rule.hyperparameters.get("group_size", 1)
+    group_size = rule.group_size
     if getattr(trace, "group_size", 1) != group_size:
         raise ConfigError(
             f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} but the "

@@ -8,14 +8,22 @@ from ._result import Result as Result
 from ._run import build_rule as build_rule
 from ._run import run as run
 from ._run import schedule as schedule
+from ._sweep import SCORES as SCORES
+from ._sweep import best_point as best_point
+from ._sweep import scores as scores
+from ._sweep import sweep as sweep
 
 __all__ = [
     "INITS",
+    "SCORES",
     "Result",
+    "best_point",
     "build_rule",
     "initial_state",
     "replay",
     "run",
     "schedule",
+    "scores",
     "seed_keys",
+    "sweep",
 ]
