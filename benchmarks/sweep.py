@@ -16,8 +16,10 @@ end, compilation included, each row once from a cold compilation cache:
 (c) sweep                    one ``asynclab.sweep`` over the whole grid.
 
 Compiles counts the traces of the chunk replay (``asynclab.engine._replay.TRACE_COUNT``).
-Before timing, the script checks that (c) gives bit for bit the numbers of (b) at every
-point.
+The script checks that (c) gives the numbers of (b) at every point: the same runs diverge
+at the same events, and the recorded losses agree to float32 rounding (XLA on CPU
+vectorises a batch of 2,816 replicas differently from one of 32, which moves the last
+bit of some results; a sweep and a run with the same batch size agree bit for bit).
 """
 
 from __future__ import annotations
@@ -101,9 +103,18 @@ def main(argv=None) -> None:
 
     c_loss, c_time, c_compiles = swept(size)
     b_loss, b_time, b_compiles = loop(size, clear=False)
-    same = np.array_equal(c_loss, b_loss, equal_nan=True)
-    print(f"check: sweep = loop of runs at every point, bit for bit: {same}")
-    if not same:
+    same_nan = np.array_equal(np.isnan(c_loss), np.isnan(b_loss))
+    finite = np.isfinite(c_loss) & np.isfinite(b_loss)
+    worst = float(np.max(np.abs(c_loss - b_loss)[finite] / np.maximum(np.abs(b_loss[finite]),
+                                                                      1e-30)))
+    flat_c = c_loss.reshape((points,) + c_loss.shape[2:])
+    flat_b = b_loss.reshape((points,) + b_loss.shape[2:])
+    identical = sum(np.array_equal(c, b, equal_nan=True) for c, b in zip(flat_c, flat_b,
+                                                                        strict=True))
+    print(f"check: sweep = loop of runs at every point: divergence identical {same_nan}, "
+          f"largest relative difference of a recorded loss {worst:.1e}, bit-identical "
+          f"points {identical}/{points}")
+    if not same_nan or worst > 1e-5:
         raise SystemExit("the sweep and the loop disagree")
     a_loss, a_time, a_compiles = loop(size, clear=True)
     diverged = int(np.isnan(c_loss[..., -1]).sum())
