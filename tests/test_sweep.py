@@ -225,3 +225,22 @@ def test_cli_sweep_json_reports_grid_points_and_best(capsys):
 def test_cli_sweep_refuses_a_static_grid_key(capsys):
     assert main(["sweep", "--rule", "agn", "--grid", "local_steps=1,2", "--commits", "10"]) == 2
     assert "static" in capsys.readouterr().err
+
+
+def test_replay_grid_sweeps_given_traces():
+    from asynclab.cluster import Cluster, simulate_async
+    from asynclab.engine import replay, replay_grid
+
+    problem = quadratic(dim=5, condition=4.0)
+    traces = [simulate_async(Cluster(3), local_steps=2, commits=60, rng=s) for s in (0, 1)]
+    rule = make_rule("adag", learning_rate=0.02, local_steps=2)
+    result = replay_grid(rule, problem, traces, grid={"gamma": [1e-3, 1e-1]}, seeds=[0, 1],
+                         noise=1.0)
+    assert result.loss.shape[:2] == (2, 2)
+    assert result.config["grid"] == [["gamma", [1e-3, 1e-1]]]
+    for i, gamma in enumerate((1e-3, 1e-1)):
+        one = replay(make_rule("adag", learning_rate=0.02, local_steps=2, gamma=gamma),
+                     problem, traces, seeds=[0, 1], noise=1.0)
+        np.testing.assert_allclose(result.loss[i], one.loss, rtol=2e-6, atol=0)
+    with pytest.raises(ConfigError, match="norm"):
+        replay_grid(rule, problem, traces, grid={"norm": [0, 1]}, seeds=[0, 1])

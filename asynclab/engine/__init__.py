@@ -10,6 +10,7 @@ from ._run import run as run
 from ._run import schedule as schedule
 from ._sweep import SCORES as SCORES
 from ._sweep import best_point as best_point
+from ._sweep import replay_grid as replay_grid
 from ._sweep import scores as scores
 from ._sweep import sweep as sweep
 
@@ -21,6 +22,7 @@ __all__ = [
     "build_rule",
     "initial_state",
     "replay",
+    "replay_grid",
     "run",
     "schedule",
     "scores",

@@ -146,6 +146,42 @@ def sweep(
         local_steps=local_steps, noise=noise, init=init, trace_per_seed=trace_per_seed,
         problem_options=problem_options, start=start, hyperparameters={**hyperparameters,
                                                                        **first})
+    return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
+                       init=init, record_every=record_every, record_paths=record_paths,
+                       progress=progress, batch_size=batch_size, config=config)
+
+
+def replay_grid(
+    rule: Rule,
+    problem: Problem,
+    traces,
+    *,
+    grid: Mapping[str, Sequence[float]],
+    seeds: int | Sequence[int] = 0,
+    noise: float = 0.0,
+    init: str = "start",
+    record_every: int | None = None,
+    record_paths: bool = False,
+    progress: bool | None = None,
+    batch_size: int | None = None,
+    config: dict | None = None,
+) -> Result:
+    """:func:`asynclab.replay` over a grid of traced hyperparameters: the sweep of given
+    traces (one for all seeds, or one per seed, shared by every point).
+
+    ``rule`` is a declared rule (built by a factory of :mod:`asynclab.rules`); its values
+    of the grid's hyperparameters are replaced by the grid's. The other arguments are
+    those of :func:`asynclab.replay` and :func:`sweep`; the result is that of
+    :func:`sweep`.
+    """
+    if rule.structure is None:
+        raise ConfigError("a grid needs a declared rule (built by a factory of "
+                          "asynclab.rules)")
+    info = RULES[rule.structure[0]]
+    if not (isinstance(grid, Mapping) and all(isinstance(v, np.ndarray) for v in
+                                               grid.values())):
+        grid = _grid(grid, info, rule.name, {})
+    seeds = _check_seeds(seeds)
     base = dict(rule.hyperparameters)
     for name, values in grid.items():  # concrete checks, as run() would make them
         for value in values:
@@ -194,11 +230,14 @@ def sweep(
         return whole.reshape(shape + (n_seeds,) + whole.shape[1:])
 
     out = _Replayed(*(joined(f) for f in _Replayed._fields))
-    config["hyperparameters"] = {k: v for k, v in config["hyperparameters"].items()
+    config = dict(config or {"rule": rule.name, "synchronous": rule.synchronous,
+                             "hyperparameters": dict(rule.hyperparameters),
+                             "problem": problem.name, "noise": float(noise), "init": init})
+    config["hyperparameters"] = {k: v for k, v in config.get("hyperparameters", {}).items()
                                  if k not in grid}
     config["grid"] = [[name, [float(x) for x in v]] for name, v in grid.items()]
     config["structure"] = list(structure_key(rule))
-    return _result(plan, seed_list, out, config)
+    return _result(plan, seeds, out, config)
 
 
 class _Partial:
