@@ -81,7 +81,8 @@ class Result:
 
     @property
     def final_loss(self) -> np.ndarray:
-        """``(S,)`` the last recorded central loss (NaN for a diverged run)."""
+        """``(S,)`` (``grid_shape + (S,)`` for a sweep) the last recorded central loss (NaN
+        for a diverged run)."""
         return self.loss[..., -1]
 
     @property
