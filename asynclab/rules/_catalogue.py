@@ -92,9 +92,9 @@ def _reset_rule(name, c: _Common, commit, apply, init_extra=None, **extra_hp):
 
 
 @declare("async",
-         'one worker, plain SGD: the reference every rule reduces to',
-         'Robbins & Monro 1951',
-         static=('local_steps',))
+         "one worker, plain SGD: the reference every rule reduces to",
+         "Robbins & Monro 1951",
+         static=("local_steps",))
 def sequential_sgd(learning_rate: float, local_steps: int = 1,
                    worker_momentum: float = 0.0) -> AsynchronousRule:
     """Sequential SGD, the reference: one worker, θ ← θ − η g, no server arithmetic.
@@ -109,9 +109,9 @@ def sequential_sgd(learning_rate: float, local_steps: int = 1,
 
 
 @declare("async",
-         'commit the accumulated step, add it, reset to the centre',
-         'Dean et al., NIPS 2012',
-         static=('local_steps',))
+         "commit the accumulated step, add it, reset to the centre",
+         "Dean et al., NIPS 2012",
+         static=("local_steps",))
 def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
              server_momentum: float = 0.0) -> AsynchronousRule:
     """DOWNPOUR (Dean et al. 2012): Δ = a; θ̃ ← θ̃ + Δ; θᵏ ← θ̃.
@@ -126,9 +126,9 @@ def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float 
 
 
 @declare("async",
-         'DOWNPOUR with the commit scaled by 1/(τ+1)',
-         'Jiang et al., SIGMOD 2017',
-         static=('local_steps',))
+         "DOWNPOUR with the commit scaled by 1/(τ+1)",
+         "Jiang et al., SIGMOD 2017",
+         static=("local_steps",))
 def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
            server_momentum: float = 0.0) -> AsynchronousRule:
     """DynSGD (Jiang et al. 2017): Δ = a; θ̃ ← θ̃ + Δ / (τ + 1); θᵏ ← θ̃."""
@@ -137,9 +137,9 @@ def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 
 
 
 @declare("async",
-         'accumulated gradient normalisation: commit a/λ',
-         'Hermans, ACML 2017',
-         static=('local_steps',))
+         "accumulated gradient normalisation: commit a/λ",
+         "Hermans, ACML 2017",
+         static=("local_steps",))
 def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
         server_momentum: float = 0.0) -> AsynchronousRule:
     """AGN, accumulated gradient normalisation (Hermans 2017): Δ = a / λ; θ̃ ← θ̃ + Δ.
@@ -151,9 +151,9 @@ def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0
 
 
 @declare("async",
-         'AGN scaled per weight by 1/(γ⁻¹(θ̃−θ̃_pull)²+1)',
-         'Hermans 2017 (thesis), ch. 4',
-         static=('local_steps', 'norm'))
+         "AGN scaled per weight by 1/(γ⁻¹(θ̃−θ̃_pull)²+1)",
+         "Hermans 2017 (thesis), ch. 4",
+         static=("local_steps", "norm"))
 def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: bool = False,
          worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
     """ADAG (Hermans 2017, ch. 4): AGN's Δ = a / λ scaled per weight by the distance
@@ -171,9 +171,9 @@ def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: 
 
 
 @declare("async",
-         'step η/τ (η when τ = 0)',
-         'Zhang, Gupta, Lian, Liu, IJCAI 2016',
-         static=('local_steps',))
+         "step η/τ (η when τ = 0)",
+         "Zhang, Gupta, Lian, Liu, IJCAI 2016",
+         static=("local_steps",))
 def staleness_aware(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
                     server_momentum: float = 0.0) -> AsynchronousRule:
     """Staleness-aware SGD (Zhang, Gupta, Lian, Liu 2016): step η/τ (η when τ = 0)."""
@@ -183,9 +183,9 @@ def staleness_aware(learning_rate: float, local_steps: int = 1, worker_momentum:
 
 
 @declare("async",
-         'step η·n/max(n, τ)',
-         'Mishchenko et al., NeurIPS 2022',
-         static=('workers', 'local_steps'))
+         "step η·n/max(n, τ)",
+         "Mishchenko et al., NeurIPS 2022",
+         static=("workers", "local_steps"))
 def delay_adaptive(learning_rate: float, workers: int, local_steps: int = 1,
                    worker_momentum: float = 0.0,
                    server_momentum: float = 0.0) -> AsynchronousRule:
@@ -201,9 +201,9 @@ def delay_adaptive(learning_rate: float, workers: int, local_steps: int = 1,
 
 
 @declare("async",
-         'delay compensation g + κ g⊙g⊙(θ̃−θ̃_pull)',
-         'Zheng et al., ICML 2017',
-         static=('local_steps',))
+         "delay compensation g + κ g⊙g⊙(θ̃−θ̃_pull)",
+         "Zheng et al., ICML 2017",
+         static=("local_steps",))
 def dc_asgd(learning_rate: float, local_steps: int = 1, kappa: float = 0.04,
             worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
     """DC-ASGD (Zheng et al. 2017): g ← g + κ g ⊙ g ⊙ (θ̃ − θ̃_pull). MXNet's κ = 0.04."""
@@ -214,9 +214,9 @@ def dc_asgd(learning_rate: float, local_steps: int = 1, kappa: float = 0.04,
 
 
 @declare("async",
-         'divide the commit by the gap 1 + |θ̃−θ̃_pull|/(η(√v̂+ε))',
-         'Barkai, Hakimi, Schuster, ICLR 2020',
-         static=('local_steps',))
+         "divide the commit by the gap 1 + |θ̃−θ̃_pull|/(η(√v̂+ε))",
+         "Barkai, Hakimi, Schuster, ICLR 2020",
+         static=("local_steps",))
 def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
               worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
     """Gap-aware (Barkai, Hakimi, Schuster 2020): Δ ← Δ / G,
@@ -228,9 +228,9 @@ def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
 
 
 @declare("async",
-         'asynchronous EASGD: elastic exchange α(θᵏ−θ̃), no reset',
-         'Zhang, Choromanska, LeCun, NIPS 2015',
-         static=('local_steps',))
+         "asynchronous EASGD: elastic exchange α(θᵏ−θ̃), no reset",
+         "Zhang, Choromanska, LeCun, NIPS 2015",
+         static=("local_steps",))
 def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
            worker_momentum: float = 0.0) -> AsynchronousRule:
     """Asynchronous EASGD (Zhang, Choromanska, LeCun 2015).
@@ -243,9 +243,9 @@ def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
 
 
 @declare("async",
-         'asynchronous EASGD with Nesterov momentum on the workers',
-         'Zhang, Choromanska, LeCun, NIPS 2015',
-         static=('local_steps',))
+         "asynchronous EASGD with Nesterov momentum on the workers",
+         "Zhang, Choromanska, LeCun, NIPS 2015",
+         static=("local_steps",))
 def eamsgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
            momentum: float = 0.99) -> AsynchronousRule:
     """EAMSGD: asynchronous EASGD with a Nesterov-momentum inner optimizer (momentum δ).
@@ -268,9 +268,9 @@ def _elastic(name, c: _Common, elasticity):
 
 
 @declare("async",
-         'synchronous groups (averaging), asynchronous between groups',
-         'Hadjis et al. (Omnivore) 2016; Mitliagkas et al. 2016',
-         static=('local_steps', 'group_size', 'between'))
+         "synchronous groups (averaging), asynchronous between groups",
+         "Hadjis et al. (Omnivore) 2016; Mitliagkas et al. 2016",
+         static=("local_steps", "group_size", "between"))
 def mixed(learning_rate: float, local_steps: int = 1, group_size: int = 2,
           between: str = "downpour", worker_momentum: float = 0.0,
           server_momentum: float = 0.0) -> AsynchronousRule:
@@ -308,9 +308,9 @@ _REGISTRY_BETWEEN = {"downpour": downpour, "agn": agn, "dynsgd": dynsgd, "adag":
 
 
 @declare("sync",
-         'λ local SGD steps per worker, then average the parameters',
-         'Zinkevich et al., NIPS 2010; Hermans 2017, ch. 2',
-         static=('local_steps',))
+         "λ local SGD steps per worker, then average the parameters",
+         "Zinkevich et al., NIPS 2010; Hermans 2017, ch. 2",
+         static=("local_steps",))
 def model_averaging(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
                     server_momentum: float = 0.0) -> SynchronousRule:
     """Model averaging: λ local SGD steps on every worker, then θ̃ ← mean_k θᵏ.
@@ -330,7 +330,7 @@ def model_averaging(learning_rate: float, local_steps: int = 1, worker_momentum:
 
 @declare("sync",
          "average the workers' gradient steps: one SGD step with an n× batch",
-         'e.g. Goyal et al. 2017',
+         "e.g. Goyal et al. 2017",
          static=())
 def synchronous_sgd(learning_rate: float, server_momentum: float = 0.0) -> SynchronousRule:
     """Synchronous mini-batch SGD: θ̃ ← θ̃ − η · mean_k gᵏ, all workers take θ̃.
@@ -349,9 +349,9 @@ def synchronous_sgd(learning_rate: float, server_momentum: float = 0.0) -> Synch
 
 
 @declare("sync",
-         'model averaging every H steps',
-         'Stich, ICLR 2019',
-         static=('local_steps',))
+         "model averaging every H steps",
+         "Stich, ICLR 2019",
+         static=("local_steps",))
 def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float = 0.0,
               server_momentum: float = 0.0) -> SynchronousRule:
     """Local SGD (Stich 2018): model averaging every H = ``local_steps`` steps."""
@@ -362,9 +362,9 @@ def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float
 
 
 @declare("sync",
-         'H = 1 for a warm-up, then local SGD with H = λ',
-         'Lin et al., ICLR 2020',
-         static=('local_steps', 'warmup_rounds'))
+         "H = 1 for a warm-up, then local SGD with H = λ",
+         "Lin et al., ICLR 2020",
+         static=("local_steps", "warmup_rounds"))
 def post_local_sgd(learning_rate: float, local_steps: int = 8, warmup_rounds: int = 10,
                    worker_momentum: float = 0.0,
                    server_momentum: float = 0.0) -> SynchronousRule:
@@ -387,9 +387,9 @@ def post_local_sgd(learning_rate: float, local_steps: int = 8, warmup_rounds: in
 
 
 @declare("sync",
-         'synchronous elastic averaging, optional equilibrium early stop',
-         'Zhang, Choromanska, LeCun, NIPS 2015',
-         static=('local_steps', 'early_stop'))
+         "synchronous elastic averaging, optional equilibrium early stop",
+         "Zhang, Choromanska, LeCun, NIPS 2015",
+         static=("local_steps", "early_stop"))
 def easgd(learning_rate: float, local_steps: int = 1, elasticity: float = 1.0,
           early_stop: bool = False, worker_momentum: float = 0.0) -> SynchronousRule:
     """Synchronous EASGD (Zhang, Choromanska, LeCun 2015), α = ηρ, β = nα.
@@ -440,9 +440,9 @@ def _leaves(tree):
 
 
 @declare("sync",
-         'H inner AdamW steps, outer Nesterov SGD on θ̃ − mean θᵏ',
-         'Douillard et al. 2023',
-         static=('local_steps', 'inner', 'nesterov'))
+         "H inner AdamW steps, outer Nesterov SGD on θ̃ − mean θᵏ",
+         "Douillard et al. 2023",
+         static=("local_steps", "inner", "nesterov"))
 def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "adamw",
            weight_decay: float = 0.0, outer_learning_rate: float = 0.7,
            outer_momentum: float = 0.9, nesterov: bool = True) -> SynchronousRule:
