@@ -4,6 +4,8 @@ from ._replay import INITS as INITS
 from ._replay import initial_state as initial_state
 from ._replay import replay as replay
 from ._replay import seed_keys as seed_keys
+from ._replay import structure_key as structure_key
+from ._replay import with_values as with_values
 from ._result import Result as Result
 from ._run import build_rule as build_rule
 from ._run import run as run
@@ -27,5 +29,7 @@ __all__ = [
     "schedule",
     "scores",
     "seed_keys",
+    "structure_key",
     "sweep",
+    "with_values",
 ]
