@@ -90,7 +90,7 @@ def run_threads(
         raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
     seed = _validate.seed(seed)
     check_options(rule, init, None)
-    if rule.hyperparameters.get("group_size", 1) != 1:
+    if rule.group_size != 1:
         raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
     devices = list(jax.devices() if devices is None else devices)
     if workers is not None and (isinstance(workers, bool) or not isinstance(

@@ -61,7 +61,7 @@ def rule_group_size(rule: str | Rule, hyperparameters: dict, cluster=None) -> in
     groups).
     """
     if not isinstance(rule, str):
-        value = getattr(rule, "hyperparameters", {}).get("group_size", 1)
+        value = getattr(rule, "group_size", 1)
     elif "group_size" in hyperparameters:
         value = hyperparameters["group_size"]
     elif rule in RULES and "group_size" in RULES[rule].parameters:
@@ -131,7 +131,7 @@ def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0)
     Post-local SGD's warm-up rounds take one local step each, so they are scheduled
     with λ = 1 and the rest with λ = H; the two parts are joined in time.
     """
-    warmup = rule.hyperparameters.get("warmup_rounds", 0) if rule.synchronous else 0
+    warmup = rule.warmup_rounds if rule.synchronous else 0
     if warmup:
         return _warm_then_local(cluster, rule.local_steps, warmup, commits, horizon, rng)
     if rule.synchronous:
@@ -215,6 +215,21 @@ def run(
       >>> result.final_loss.shape
       (1,)
     """
+    problem, rule, traces, seed_list, config = _prepare(
+        problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
+        horizon=horizon, seeds=seeds, learning_rate=learning_rate, local_steps=local_steps,
+        noise=noise, init=init, trace_per_seed=trace_per_seed,
+        problem_options=problem_options, start=start, hyperparameters=hyperparameters,
+        record_every=record_every, record_paths=record_paths)
+    return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
+                  record_every=record_every, record_paths=record_paths, progress=progress,
+                  config=config)
+
+
+def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,
+             learning_rate, local_steps, noise, init, trace_per_seed, problem_options, start,
+             hyperparameters, record_every=None, record_paths=None):
+    """The checked problem, rule, traces, seeds and config of a run (see :func:`run`)."""
     problem_name = problem if isinstance(problem, str) else problem.name
     problem = get_problem(problem, **(problem_options or {}))
     if start is not None:
@@ -260,6 +275,4 @@ def run(
         "start": None if start is None else [float(v) for v in start],
         "trace_per_seed": bool(trace_per_seed),
     }
-    return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
-                  record_every=record_every, record_paths=record_paths, progress=progress,
-                  config=config)
+    return problem, rule, traces, seed_list, config
