@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Plain JAX beside Equinox and Flax for the lab's small nets: compile time and step speed.
 
-    python benchmarks/nets_models.py           # full size (about 2 minutes on 2 cores)
+    python benchmarks/nets_models.py           # full size (a few minutes on 2 cores)
     python benchmarks/nets_models.py --quick   # smoke check
 
 Equinox and Flax are not dependencies of asynclab; install them to compare
@@ -24,7 +24,8 @@ Columns:
   NNX with ``nnx.split``; Flax Linen's params are a dict already.
 - ``import s``: time to import the library in a fresh interpreter (best of 3).
 - ``compile s``: ``jit(...).lower(...).compile()`` of the scanned step (tracing included).
-- ``step µs``: wall time per SGD step of all workers (best of REPEATS calls / STEPS).
+- ``step µs``: wall time per SGD step of all workers (best of up to 5 calls, fewer once
+  20 s are spent, divided by the steps per call).
 - ``ratio``: step time relative to plain JAX on the same network.
 """
 
@@ -215,11 +216,14 @@ def measure(build, kind, workers, steps, repeats):
     compiled = run.lower(params, x, y).compile()
     compile_s = time.perf_counter() - start
     jax.block_until_ready(compiled(params, x, y))
-    best = np.inf
+    best, spent = np.inf, 0.0
     for _ in range(repeats):
         start = time.perf_counter()
         jax.block_until_ready(compiled(params, x, y))
         best = min(best, time.perf_counter() - start)
+        spent += time.perf_counter() - start
+        if spent > 20:  # a very slow candidate gets fewer repeats
+            break
     out = compiled(params, x, y)
     return arrays, compile_s, best / steps * 1e6, out
 
@@ -228,7 +232,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    workers, steps, repeats = (4, 10, 2) if args.quick else (16, 50, 5)
+    workers, steps, repeats = (4, 10, 2) if args.quick else (16, 20, 5)
 
     print(f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, jax {jax.__version__}; "
