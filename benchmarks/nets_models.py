@@ -24,8 +24,9 @@ Columns:
   NNX with ``nnx.split``; Flax Linen's params are a dict already.
 - ``import s``: time to import the library in a fresh interpreter (best of 3).
 - ``compile s``: ``jit(...).lower(...).compile()`` of the scanned step (tracing included).
-- ``step µs``: wall time per SGD step of all workers (best of up to 5 calls, fewer once
-  20 s are spent, divided by the steps per call).
+- ``step µs``: wall time per SGD step of all workers: the best of REPEATS calls divided
+  by the steps per call. The candidates' calls alternate (one call of each, then the
+  next round), so a change in machine load affects them alike.
 - ``ratio``: step time relative to plain JAX on the same network.
 """
 
@@ -203,7 +204,8 @@ def import_seconds(module: str | None, repeats: int = 3) -> float:
     return best
 
 
-def measure(build, kind, workers, steps, repeats):
+def prepare(build, kind, workers, steps):
+    """The compiled step of one candidate, its inputs, and what the table reports of it."""
     init, apply = build(kind)
     keys = jax.random.split(jax.random.key(0), workers)
     params = jax.vmap(init)(keys)
@@ -215,48 +217,56 @@ def measure(build, kind, workers, steps, repeats):
     start = time.perf_counter()
     compiled = run.lower(params, x, y).compile()
     compile_s = time.perf_counter() - start
-    jax.block_until_ready(compiled(params, x, y))
-    best, spent = np.inf, 0.0
-    for _ in range(repeats):
+    jax.block_until_ready(compiled(params, x, y))  # warm-up
+
+    def call():
         start = time.perf_counter()
         jax.block_until_ready(compiled(params, x, y))
-        best = min(best, time.perf_counter() - start)
-        spent += time.perf_counter() - start
-        if spent > 20:  # a very slow candidate gets fewer repeats
-            break
-    out = compiled(params, x, y)
-    return arrays, compile_s, best / steps * 1e6, out
+        return time.perf_counter() - start
+
+    return arrays, compile_s, call
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    workers, steps, repeats = (4, 10, 2) if args.quick else (16, 20, 5)
+    workers, mlp_steps, cnn_steps, repeats = (4, 10, 2, 2) if args.quick else (16, 20, 4, 5)
 
     print(f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, jax {jax.__version__}; "
-          f"{workers} workers × {steps} SGD steps, batch {BATCH}, float32")
+          f"{workers} workers; SGD steps per call: mlp {mlp_steps}, cnn {cnn_steps}; "
+          f"batch {BATCH}, float32; best of {repeats} calls, interleaved")
     versions = []
     for module in ("equinox", "flax"):
         if importlib.util.find_spec(module):
             versions.append(f"{module} {__import__(module).__version__}")
     print("versions: " + (", ".join(versions) or "no candidate library installed"))
+    print("load average before (1, 5, 15 min): " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
     print(f"{'network':8} {'library':11} {'arrays':6} {'import s':>8} {'compile s':>9} "
           f"{'step µs':>9} {'ratio':>6}")
     imports = {}
     for kind in ("mlp", "cnn"):
-        reference = None
+        rows = []
         for label, (module, build) in CANDIDATES.items():
             if module is not None and importlib.util.find_spec(module) is None:
                 print(f"{kind:8} {label:11} (not installed: pip install {module})")
                 continue
             if module not in imports:
                 imports[module] = import_seconds(module, 1 if args.quick else 3)
-            arrays, compile_s, step_us, _ = measure(build, kind, workers, steps, repeats)
-            reference = step_us if reference is None else reference
+            steps = mlp_steps if kind == "mlp" else cnn_steps
+            rows.append((label, module, steps, *prepare(build, kind, workers, steps)))
+        # the candidates' repeats interleave, so a change in machine load hits them alike
+        best = {label: np.inf for label, *_ in rows}
+        for _ in range(repeats):
+            for label, _module, steps, _arrays, _compile_s, call in rows:
+                best[label] = min(best[label], call() / steps)
+        reference = best[rows[0][0]]
+        for label, module, _steps, arrays, compile_s, _call in rows:
+            step_us = best[label] * 1e6
             print(f"{kind:8} {label:11} {str(arrays):6} {imports[module]:8.2f} "
-                  f"{compile_s:9.2f} {step_us:9.0f} {step_us / reference:6.2f}")
+                  f"{compile_s:9.2f} {step_us:9.0f} {step_us / 1e6 / reference:6.2f}")
+    print("load average after (1, 5, 15 min): " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
 
 
 if __name__ == "__main__":

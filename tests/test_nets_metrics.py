@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from asynclab import ConfigError
 from asynclab.engine._metrics import (
     evaluate,
     first_reached,
@@ -34,6 +35,8 @@ def test_evaluate_vmapped_over_seeds_matches_numpy():
         assert float(result.accuracy[s]) == pytest.approx(np.mean(logits.argmax(1) == y))
     np.testing.assert_allclose(chunked.loss, result.loss, rtol=1e-6)
     np.testing.assert_array_equal(chunked.accuracy, result.accuracy)
+    with pytest.raises(ConfigError, match="chunk"):
+        evaluate(model.apply, params, x, y, chunk=7)
     single = evaluate(model.apply, jax.tree.map(lambda a: a[1], params), x, y, seeds_axis=False)
     assert float(single.loss) == pytest.approx(float(result.loss[1]), rel=1e-6)
 

@@ -17,6 +17,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .._errors import ConfigError
+
 Array = jax.Array
 
 
@@ -44,6 +46,9 @@ def evaluate(apply: Callable[[Any, Array], Array], params, x: Array, labels: Arr
       :class:`Evaluation` of scalars, or of ``(seeds,)`` arrays.
     """
     x, labels = jnp.asarray(x), jnp.asarray(labels)
+    if chunk is not None and (int(chunk) != chunk or chunk < 1 or x.shape[0] % chunk):
+        raise ConfigError(f"chunk ({chunk}) must be a positive divisor of the number of "
+                          f"examples ({x.shape[0]})")
 
     def one(p):
         if chunk is None:
