@@ -28,6 +28,9 @@ Columns:
   by the steps per call. The candidates' calls alternate (one call of each, then the
   next round), so a change in machine load affects them alike.
 - ``ratio``: step time relative to plain JAX on the same network.
+
+The row ``plain conv`` is asynclab's CNN with ``lax.conv_general_dilated`` instead of its
+im2col matrix product: the same framework, the library-style convolution.
 """
 
 from __future__ import annotations
@@ -73,6 +76,26 @@ def _sgd_scan(apply, steps: int):
 def plain(kind):
     model = mlp(784, (256,), 10) if kind == "mlp" else cnn((28, 28, 1), (8, 16), 10)
     return model.init, model.apply
+
+
+def plain_lax_conv(kind):
+    """asynclab's CNN with ``lax.conv_general_dilated`` in place of the im2col product."""
+    if kind != "cnn":
+        return None
+    model = cnn((28, 28, 1), (8, 16), 10)
+
+    def apply(params, x):
+        z = x.reshape(x.shape[0], 28, 28, 1)
+        for i in range(2):
+            layer = params[f"conv{i}"]
+            z = jax.lax.conv_general_dilated(z, layer["w"], (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            z = jax.nn.relu(z + layer["b"][None, None, None, :])
+            n, h, w, c = z.shape
+            z = z.reshape(n, h // 2, 2, w // 2, 2, c).mean(axis=(2, 4))
+        return z.reshape(z.shape[0], -1) @ params["dense"]["w"] + params["dense"]["b"][None, :]
+
+    return model.init, apply
 
 
 def equinox(kind):
@@ -185,6 +208,7 @@ def flax_nnx(kind):
 
 CANDIDATES = {
     "plain JAX": (None, plain),
+    "plain conv": (None, plain_lax_conv),
     "Equinox": ("equinox", equinox),
     "Flax Linen": ("flax", flax_linen),
     "Flax NNX": ("flax", flax_nnx),
@@ -254,6 +278,8 @@ def main(argv=None):
                 continue
             if module not in imports:
                 imports[module] = import_seconds(module, 1 if args.quick else 3)
+            if build(kind) is None:
+                continue
             steps = mlp_steps if kind == "mlp" else cnn_steps
             rows.append((label, module, steps, *prepare(build, kind, workers, steps)))
         # the candidates' repeats interleave, so a change in machine load hits them alike
