@@ -188,6 +188,17 @@ CLI = [
     ("figures nosuchfigure", "unknown figure", "staleness"),
     ("figures staleness --out {tmp}/garbage.npz", "--out", "not a folder"),
     ("figures staleness --out /proc/figures", "--out", "/proc"),
+    # sweep shares run's model flags and checks
+    ("sweep --grid learning_rate=1e-3,2e-3 --seed -1", "--seed", "2**32"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --seed 1 --seeds 0:2", "--seed", "--seeds"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --save {tmp}/grid.txt", "--save", ".npz"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --save /proc/grid.npz", "--save", "/proc"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --start 1,2 --init random", "--start"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --workers 0", "--workers"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --noise inf", "--noise"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --batch-size 0", "--batch-size"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --dim 3", "--dim", "beale"),
+    ("sweep", "--grid"),
     # the command line itself
     ("", "command"),
     ("nosuchcommand", "nosuchcommand"),
@@ -464,7 +475,7 @@ def test_cli_refuses_in_a_fresh_process(row, processes):
 def test_the_table_covers_every_entry_point():
     assert len(CLI) + len(API) + len(SUBPROCESS) >= 120
     commands = {shlex.split(row[0])[0] for row in CLI if row[0]}
-    assert {"run", "demo", "figures"} <= commands
+    assert {"run", "sweep", "demo", "figures"} <= commands
 
 
 # ----------------------------------------------------------------------------- accepted
