@@ -320,6 +320,10 @@ def _check_run(args) -> None:
             raise ConfigError(f"--backend {backend} runs one seed (--seed); --seeds applies "
                               "only to the simulator (--backend sim)")
         raise ConfigError(f"{flag} applies only to {where}; drop it with --backend {backend}")
+    if args.resume and args.checkpoint is None:
+        raise ConfigError("--resume continues from --checkpoint FILE; give the file")
+    if args.checkpoint_every is not None and args.checkpoint is None:
+        raise ConfigError("--checkpoint-every needs --checkpoint FILE")
     _check_model(args)
     _check_outputs(args)
 
@@ -329,10 +333,6 @@ def _check_model(args) -> None:
     if args.start is not None and args.init != "start":
         raise ConfigError(f"--start sets the fixed start, which --init {args.init} replaces; "
                           "drop one of them")
-    if args.resume and args.checkpoint is None:
-        raise ConfigError("--resume continues from --checkpoint FILE; give the file")
-    if args.checkpoint_every is not None and args.checkpoint is None:
-        raise ConfigError("--checkpoint-every needs --checkpoint FILE")
     if args.compute_shape is not None and (args.compute or "exponential") not in (
             "lognormal", "gamma"):
         raise ConfigError(f"--compute-shape applies to --compute lognormal or gamma, not "
