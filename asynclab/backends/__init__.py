@@ -1,5 +1,8 @@
 """Executors on real devices, sharing the rules with the simulator's replay."""
 
+from ._devices import child_environment as child_environment
+from ._devices import cpu_devices as cpu_devices
+from ._devices import simulate_cpu_devices as simulate_cpu_devices
 from ._distributed import initialize as initialize
 from ._pmap import BackendRun as BackendRun
 from ._pmap import random_order_trace as random_order_trace
@@ -14,6 +17,8 @@ from ._threads import run_threads as run_threads
 __all__ = [
     "BackendRun",
     "ThreadsRun",
+    "child_environment",
+    "cpu_devices",
     "initialize",
     "predicted_staleness",
     "random_order_trace",
@@ -21,5 +26,6 @@ __all__ = [
     "run_pmap",
     "run_threads",
     "segment_starts",
+    "simulate_cpu_devices",
     "trace_from_order",
 ]
