@@ -1,9 +1,14 @@
-"""The pmap backend: an update rule on real devices, one worker per device.
+"""The device executor (``--backend pmap``): an update rule on real devices, one worker
+per device.
+
+The executor is a ``jax.shard_map`` program over a one-axis mesh ``"workers"``: worker
+state and keys are laid out ``P("workers")`` (one row per device), the server state and
+the trace's segment table ``P()`` (the same on every device), placed once with
+``NamedSharding``. The per-device programs are the rules' own functions.
 
 Synchronous rules run one round per call: every device runs ``rule.local`` and then
 ``rule.synchronize`` with its collectives over the named axis ``"workers"`` — the same
-functions the replay runs under ``vmap``. The server state is replicated (``in_axes`` /
-``out_axes`` ``None``): every device computes the same aggregate.
+functions the replay runs under ``vmap``. Every device computes the same aggregate.
 
 Asynchronous rules run a trace cut into *segments* in which each worker appears at most
 once (greedily, in trace order). A segment is one call: the devices whose worker commits
@@ -18,15 +23,10 @@ Everything the run needs per call (server, workers, keys, the segment table) sta
 the devices; the host only dispatches, and waits every ``sync_every`` (≤ 16) calls —
 simulated CPU devices deadlock when too many collective calls are in flight
 (jax-ml/jax#25861) — to collect records and measure wall time.
-
-``_over_devices`` is the one place that names ``jax.pmap``; a ``jax.shard_map`` executor
-would replace it (a mesh over the same devices, ``P("workers")`` for axis 0, ``P()``
-for ``None``) and leave the per-device programs unchanged.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections import OrderedDict
@@ -37,6 +37,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
@@ -185,39 +187,65 @@ def _plan(trace, starts: np.ndarray, record_every: int) -> Plan:
 # ----------------------------------------------------------------------------- devices
 
 
-def _over_devices(fn, devices, in_axes, out_axes):
-    """``fn`` once per device, collectives over ``AXIS``: the one place that names pmap."""
-    return jax.pmap(fn, axis_name=AXIS, in_axes=in_axes, out_axes=out_axes, devices=devices)
+def _mesh(devices) -> Mesh:
+    """A one-axis mesh ``"workers"`` over the run's devices, worker k on ``devices[k]``."""
+    return Mesh(np.asarray(devices, dtype=object), (AXIS,))
 
 
-@functools.lru_cache(maxsize=16)
-def _placer(devices: tuple | None, kind: str):
-    """Small pmapped helpers, one compilation per device set."""
-    devices = None if devices is None else list(devices)
-    if kind == "replicate":
-        return _over_devices(lambda _, x: x, devices, (0, None), None)
-    if kind == "shard":
-        return _over_devices(lambda x: x, devices, 0, 0)
-    return _over_devices(lambda _: jax.lax.axis_index(AXIS), devices, 0, 0)  # "index"
+def _spec(axes):
+    """The partition specs of ``in_axes``/``out_axes``-style axes (nested tuples of 0/None)."""
+    if isinstance(axes, tuple):
+        return tuple(_spec(a) for a in axes)
+    return P(AXIS) if axes == 0 else P()
 
 
-def _replicate(tree, devices, n_local: int):
-    """``tree`` copied onto every device once, in the layout ``in_axes=None`` reads."""
-    return _placer(_key(devices), "replicate")(np.zeros(n_local, np.int32), tree)
+def _over_devices(fn, mesh: Mesh, in_axes, out_axes):
+    """``fn`` once per device as a jitted ``shard_map`` program over the mesh axis.
+
+    ``fn`` is written per device: an argument or result with axis ``0`` is one worker's
+    row (laid out ``P("workers")`` across the mesh), one with ``None`` is the same on
+    every device (``P()``). Collectives inside ``fn`` name ``AXIS``.
+    """
+
+    def per_device(*args):
+        args = [jax.tree.map(lambda x: x[0], a) if axis == 0 else a
+                for a, axis in zip(args, in_axes, strict=True)]
+        return _add_rows(fn(*args), out_axes)
+
+    program = jax.shard_map(per_device, mesh=mesh, in_specs=_spec(tuple(in_axes)),
+                            out_specs=_spec(out_axes), check_vma=False)
+    return jax.jit(program)
 
 
-def _shard(tree, devices):
-    """``tree`` (leading axis = local devices) placed one row per device, once."""
-    return _placer(_key(devices), "shard")(tree)
+def _add_rows(out, axes):
+    if isinstance(axes, tuple):
+        return tuple(_add_rows(o, a) for o, a in zip(out, axes, strict=True))
+    return jax.tree.map(lambda x: x[None], out) if axes == 0 else out
 
 
-def _axis_indices(devices, n_local: int) -> np.ndarray:
-    """Which worker (index on the mapped axis) each local device is."""
-    return _rows(_placer(_key(devices), "index")(np.zeros(n_local, np.int32)))
+def _replicate(tree, mesh: Mesh):
+    """``tree`` (host values, the same in every process) copied onto every device."""
+    sharding = NamedSharding(mesh, P())
+
+    def put(x):
+        x = np.asarray(x)
+        return jax.make_array_from_callback(x.shape, sharding, lambda _: x)
+
+    return jax.tree.map(put, tree)
 
 
-def _key(devices):
-    return None if devices is None else tuple(devices)
+def _shard(rows, ids, mesh: Mesh):
+    """``rows`` (leading axis: this process's workers ``ids``) placed one per device."""
+    sharding = NamedSharding(mesh, P(AXIS))
+    n = mesh.devices.size
+    where = {int(g): i for i, g in enumerate(ids)}
+
+    def put(x):
+        x = np.asarray(x)
+        return jax.make_array_from_callback(
+            (n,) + x.shape[1:], sharding, lambda index: x[where[index[0].start or 0]][None])
+
+    return jax.tree.map(put, rows)
 
 
 def _replica(x) -> np.ndarray:
@@ -226,7 +254,7 @@ def _replica(x) -> np.ndarray:
 
 
 def _rows(x) -> np.ndarray:
-    """A stacked array's local rows, in the order of the mapped axis."""
+    """A stacked array's local rows, in the order of the mesh axis."""
     if x.is_fully_addressable:
         return np.asarray(x)
     shards = sorted(x.addressable_shards, key=lambda s: s.index[0].start or 0)
@@ -234,16 +262,17 @@ def _rows(x) -> np.ndarray:
 
 
 def _resolve_devices(n_workers: int, devices):
-    """``(devices for pmap or None for all, local worker count)``."""
+    """``(devices, ids)``: one device per worker, and the workers this process feeds."""
     available = jax.devices()
     if devices is None:
         if n_workers > len(available):
             raise ConfigError(
                 f"the trace has {n_workers} workers but only {len(available)} "
                 f"{available[0].platform} device(s) are available; the pmap backend runs "
-                "one worker per device. On a CPU, simulate devices by setting "
-                f"XLA_FLAGS=--xla_force_host_platform_device_count={n_workers} in the "
-                "environment before jax is imported."
+                "one worker per device. Simulate CPU devices with "
+                f"asynclab.backends.simulate_cpu_devices({n_workers}), or JAX_PLATFORMS=cpu "
+                f"and XLA_FLAGS=--xla_force_host_platform_device_count={n_workers} in the "
+                "environment before JAX starts."
             )
         devices = available[:n_workers]
     devices = list(devices)
@@ -256,8 +285,9 @@ def _resolve_devices(n_workers: int, devices):
         raise ConfigError(
             f"a multi-process run uses every global device ({jax.device_count()}); the "
             f"trace has {n_workers} workers")
-    n_local = sum(d.process_index == jax.process_index() for d in devices)
-    return (None if devices == available else devices), n_local
+    ids = np.asarray([k for k, d in enumerate(devices)
+                      if d.process_index == jax.process_index()], np.int64)
+    return devices, ids
 
 
 # ----------------------------------------------------------------------------- programs
@@ -367,17 +397,25 @@ def segment_program(rule: AsynchronousRule, gradient, loss, record_paths: bool):
 _PROGRAMS: OrderedDict = OrderedDict()
 
 
-def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices):
-    """The pmapped round or segment, cached by rule, problem and devices."""
-    key = (id(rule), id(problem), noise, record_paths,
-           None if devices is None else tuple(d.id for d in devices))
+def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices,
+             key_dtype):
+    """The round or segment as a ``shard_map`` program, cached by rule, problem and devices.
+
+    Keys travel as their raw data (``uint32``) and are wrapped on the devices."""
+    key = (id(rule), id(problem), noise, record_paths, tuple(d.id for d in devices),
+           key_dtype)
     if key in _PROGRAMS:
         _PROGRAMS.move_to_end(key)
         return _PROGRAMS[key][-1]
     gradient = stochastic_gradient(problem, noise)
     build = round_program if rule.synchronous else segment_program
-    fn = _over_devices(build(rule, gradient, problem.loss, record_paths), devices,
-                       in_axes=(None, 0, 0, None), out_axes=(None, 0, (None, None, 0)))
+    step = build(rule, gradient, problem.loss, record_paths)
+
+    def program(shared, worker, key_data, plan):
+        return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype), plan)
+
+    fn = _over_devices(program, _mesh(devices), in_axes=(None, 0, 0, None),
+                       out_axes=(None, 0, (None, None, 0)))
     _PROGRAMS[key] = (rule, problem, fn)
     while len(_PROGRAMS) > 16:
         _PROGRAMS.popitem(last=False)
@@ -504,18 +542,16 @@ def run_pmap(
            resume)
     record_every, sync_every = int(record_every), int(sync_every)
     n = trace.n_workers
-    pmap_devices, n_local = _resolve_devices(n, devices)
+    devices, ids = _resolve_devices(n, devices)
     if record_paths is None:
         record_paths = problem.dim <= 2
     record_paths = bool(record_paths) and jax.process_count() == 1
     noise = float(noise)
     starts = segment_starts(trace)
     n_segments, n_events = starts.size - 1, trace.n_events
-    program = _program(rule, problem, noise, record_paths, pmap_devices)
-
-    # Which global worker each local device is (its index on the mapped axis).
-    ids = _axis_indices(pmap_devices, n_local)
     init_key, worker_keys = seed_keys(seed, n)
+    program = _program(rule, problem, noise, record_paths, devices, worker_keys.dtype)
+
     server, workers, first_loss = _initial(rule, problem, n, init)(init_key)
     first_loss = float(first_loss)
     first_center = np.asarray(server.center)
@@ -535,12 +571,11 @@ def run_pmap(
         position, diverged_at = saved.position, saved.diverged_at
         records.restore(saved.records)
 
-    plan = _replicate(_plan(trace, starts, record_every), pmap_devices, n_local)
-    shared = Shared(server, jnp.asarray(diverged_at, jnp.int32), jnp.asarray(position,
-                                                                            jnp.int32))
-    shared = _replicate(shared, pmap_devices, n_local)
-    workers = _shard(workers, pmap_devices)
-    keys = _shard(worker_keys[ids], pmap_devices)
+    mesh = _mesh(devices)
+    plan = _replicate(_plan(trace, starts, record_every), mesh)
+    shared = _replicate(Shared(server, np.int32(diverged_at), np.int32(position)), mesh)
+    workers = _shard(workers, ids, mesh)
+    keys = _shard(jax.random.key_data(worker_keys)[ids], ids, mesh)
 
     pending: list = []
     clock = time.perf_counter()
