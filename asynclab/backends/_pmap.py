@@ -42,7 +42,20 @@ from jax.sharding import PartitionSpec as P
 
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
-from ..engine import INITS, Result, initial_state, seed_keys
+from ..engine import Result
+from ..engine._core import (
+    check_count,
+    check_init,
+    check_rule,
+    check_traces,
+    guard,
+    initial_state,
+    recorded_loss,
+    row,
+    run_config,
+    seed_keys,
+    select,
+)
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, AsynchronousRule, Rule, SynchronousRule
 from . import _checkpoint
@@ -71,59 +84,6 @@ class BackendRun(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- traces
-
-
-def trace_from_order(worker: Sequence[int], n_workers: int, *, local_steps: int = 1,
-                     time: Sequence[float] | None = None, group_size: int = 1) -> Trace:
-    """The :class:`~asynclab.cluster.Trace` of commits by ``worker`` in this order.
-
-    Each worker pulls right after its commit, so commit ``t`` by worker ``k`` has
-    ``pulled_clock`` = 1 + the index of ``k``'s previous commit (0 for its first).
-
-    Args:
-      worker: the committing worker (or group, for a mixed rule) of each event.
-      n_workers: number of workers (groups).
-      local_steps: λ, the local steps per commit.
-      time: seconds of each commit (default: every worker takes one second per commit
-        and the commits are spread evenly, ``(t + 1) / n``).
-      group_size: workers per group, for the ``mixed`` rule.
-    """
-    worker = np.asarray(worker, np.int32)
-    if int(n_workers) != n_workers or n_workers < 1:
-        raise ConfigError(f"n_workers must be an integer >= 1, got {n_workers!r}")
-    if worker.ndim != 1 or np.any(worker < 0) or np.any(worker >= n_workers):
-        raise ConfigError(f"worker must be a list of ids in [0, {n_workers})")
-    last = np.zeros(n_workers, np.int32)
-    pulled = np.empty_like(worker)
-    for t, k in enumerate(worker.tolist()):
-        pulled[t] = last[k]
-        last[k] = t + 1
-    if time is None:
-        time = np.arange(1, worker.size + 1) / n_workers
-    return Trace(time=np.asarray(time, np.float64), worker=worker, pulled_clock=pulled,
-                 staleness=(np.arange(worker.size, dtype=np.int32) - pulled),
-                 n_workers=int(n_workers), local_steps=int(local_steps),
-                 group_size=int(group_size))
-
-
-def round_robin_trace(n_workers: int, rounds: int, *, local_steps: int = 1,
-                      group_size: int = 1) -> Trace:
-    """Workers commit in the fixed order 0, 1, …, n−1, ``rounds`` times."""
-    return trace_from_order(np.tile(np.arange(n_workers), rounds), n_workers,
-                            local_steps=local_steps, group_size=group_size)
-
-
-def random_order_trace(n_workers: int, rounds: int, rng, *, local_steps: int = 1,
-                       group_size: int = 1) -> Trace:
-    """Every worker commits once per round, in a fresh random order each round.
-
-    Args:
-      rng: a ``numpy.random.Generator`` or a seed.
-    """
-    rng = np.random.default_rng(rng)
-    order = np.concatenate([rng.permutation(n_workers) for _ in range(rounds)])
-    return trace_from_order(order, n_workers, local_steps=local_steps,
-                            group_size=group_size)
 
 
 def segment_starts(trace: Trace | RoundTrace) -> np.ndarray:
@@ -301,18 +261,6 @@ class Shared(NamedTuple):
     step: Any
 
 
-def _all_finite(tree):
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
-
-
-def _select(keep, new, old):
-    return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, old)
-
-
-def _row(tree, i):
-    return jax.tree.map(lambda x: x[i], tree)
-
-
 def _record(loss, center, diverged_at, index, live, plan: Plan):
     """The central loss if event ``index`` closes a record block, else NaN.
 
@@ -323,10 +271,9 @@ def _record(loss, center, diverged_at, index, live, plan: Plan):
     due = live & (((index + 1) % every == 0) | (index == plan.n_events - 1))
 
     def measure(diverged_at):
-        value = loss(center).astype(jnp.float32)
-        fresh = (diverged_at < 0) & ~jnp.isfinite(value)
-        diverged_at = jnp.where(fresh, (index // every + 1) * every - 1, diverged_at)
-        return jnp.where(diverged_at >= 0, jnp.float32(jnp.nan), value), diverged_at
+        value, diverged_at = recorded_loss(loss, center, diverged_at,
+                                           (index // every + 1) * every - 1)
+        return value.astype(jnp.float32), diverged_at
 
     def skip(diverged_at):
         return jnp.float32(jnp.nan), diverged_at
@@ -342,12 +289,9 @@ def round_program(rule: SynchronousRule, gradient, loss, record_paths: bool):
         index = plan.start[shared.step]
         local = rule.local(worker, gradient, key, me)
         server, after, _ = rule.synchronize(shared.server, local)
-        live = shared.diverged_at < 0
-        bad = ~_all_finite(server.center)
-        keep = live & ~bad
-        server = _select(keep, server, shared.server)
-        worker = _select(keep, after, worker)
-        diverged_at = jnp.where(live & bad, index, shared.diverged_at)
+        keep, diverged_at = guard(server.center, shared.diverged_at, True, index)
+        server = select(keep, server, shared.server)
+        worker = select(keep, after, worker)
         value, diverged_at = _record(loss, server.center, diverged_at, index, True, plan)
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
@@ -373,13 +317,10 @@ def segment_program(rule: AsynchronousRule, gradient, loss, record_paths: bool):
         def slot(state, j):
             server, mine, diverged_at = state
             committer, index, live_slot = order[j], start + j, active[j]
-            new_server, new_worker, _ = rule.exchange(server, _row(gathered, committer))
-            live = live_slot & (diverged_at < 0)
-            bad = ~_all_finite(new_server.center)
-            keep = live & ~bad
-            server = _select(keep, new_server, server)
-            mine = _select(keep & (committer == me), new_worker, mine)
-            diverged_at = jnp.where(live & bad, index, diverged_at)
+            new_server, new_worker, _ = rule.exchange(server, row(gathered, committer))
+            keep, diverged_at = guard(new_server.center, diverged_at, live_slot, index)
+            server = select(keep, new_server, server)
+            mine = select(keep & (committer == me), new_worker, mine)
             value, diverged_at = _record(loss, server.center, diverged_at, index, live_slot,
                                          plan)
             return (server, mine, diverged_at), (value, server.center if record_paths else ())
@@ -441,39 +382,13 @@ def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
 
 def _check(rule, problem: Problem, trace, init: str, record_every, sync_every, checkpoint,
            checkpoint_every, resume) -> None:
-    if not isinstance(rule, AsynchronousRule | SynchronousRule):
-        raise ConfigError(f"the pmap backend runs rules from asynclab.rules, got {rule!r}")
-    if not isinstance(problem, Problem):
-        raise ConfigError(f"problem must be an asynclab.problems.Problem, got {problem!r}")
-    kind = RoundTrace if rule.synchronous else Trace
-    if not isinstance(trace, kind):
-        raise ConfigError(
-            f"the pmap backend runs the {'synchronous' if rule.synchronous else 'asynchronous'}"
-            f" rule {rule.name} on a {kind.__name__}, got {type(trace).__name__}")
-    if trace.n_events == 0:
-        raise ConfigError("the trace has no events; give a positive budget")
-    if trace.local_steps != rule.local_steps:
-        raise ConfigError(
-            f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
-            f"{rule.name} takes local_steps={rule.local_steps}")
-    group_size = rule.hyperparameters.get("group_size", 1)
-    if getattr(trace, "group_size", 1) != group_size:
-        raise ConfigError(
-            f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} but the "
-            f"rule {rule.name} takes group_size={group_size}")
-    if init not in INITS:
-        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
-    if init == "random_per_worker" and not rule.synchronous:
-        raise ConfigError(f"init='random_per_worker' needs a synchronous rule; {rule.name} "
-                          "workers start by pulling the centre")
-    counts = [("record_every", record_every, None), ("sync_every", sync_every, MAX_IN_FLIGHT)]
+    check_rule(rule, problem, "the pmap backend")
+    check_traces(rule, [trace])
+    check_init(rule, init)
+    check_count("record_every", record_every)
+    check_count("sync_every", sync_every, MAX_IN_FLIGHT)
     if checkpoint_every is not None:
-        counts.append(("checkpoint_every", checkpoint_every, None))
-    for name, value, top in counts:
-        if isinstance(value, bool) or int(value) != value or value < 1 or (
-                top is not None and value > top):
-            bound = f" and <= {top}" if top else ""
-            raise ConfigError(f"{name} must be an integer >= 1{bound}, got {value!r}")
+        check_count("checkpoint_every", checkpoint_every)
     if (checkpoint_every is not None or resume) and checkpoint is None:
         raise ConfigError("checkpoint_every and resume need a checkpoint path")
 
@@ -602,11 +517,9 @@ def run_pmap(
                                                     events_done)
     time_, worker, staleness = _event_arrays(trace, rule.synchronous)
     result = Result(
-        config={**dict(config or {}), "backend": "pmap", "rule": rule.name,
-                "synchronous": rule.synchronous,
-                "hyperparameters": dict(rule.hyperparameters), "problem": problem.name,
-                "dim": problem.dim, "workers": n, "seeds": [int(seed)], "noise": noise,
-                "init": init, "record_every": record_every},
+        config={**dict(config or {}),
+                **run_config(rule, problem, workers=n, seeds=[seed], noise=noise, init=init,
+                             backend="pmap", record_every=record_every)},
         seeds=np.asarray([seed], np.int64),
         time=time_,
         worker=worker,
