@@ -221,7 +221,9 @@ def replay(
       problem: a :class:`~asynclab.problems.Problem`.
       traces: one trace replayed by every seed, or a sequence with one trace per seed.
       seeds: an int or a sequence of ints; seed ``s`` draws the gradient noise and random
-        starts from ``jax.random.key(s)``.
+        starts from ``jax.random.key(s)``: JAX's Threefry-2x32 generator (the default
+        ``jax_default_prng_impl``; another implementation set there is honoured, through
+        ``jax.random`` and more slowly).
       noise: variance σ² of the additive Gaussian gradient noise.
       init: ``"start"`` (the problem's fixed start), ``"random"`` (uniform in its box) or
         ``"random_per_worker"`` (synchronous rules only: each worker its own start, the
