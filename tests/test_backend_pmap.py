@@ -233,3 +233,28 @@ def test_one_device_sequential_sgd_with_a_mismatched_checkpoint(tmp_path):
     np.testing.assert_array_equal(again.result.final_params, run.result.final_params)
     with pytest.raises(ConfigError, match="noise"):
         run_pmap(rule, beale(), trace, seed=1, noise=0.7, checkpoint=path, resume=True)
+
+
+def test_child_environment_selects_simulated_cpu_devices():
+    from asynclab.backends import child_environment
+
+    env = child_environment(3, {"XLA_FLAGS": "--xla_force_host_platform_device_count=8 "
+                                             "--xla_cpu_enable_fast_math=false",
+                                "JAX_PLATFORMS": "cuda"})
+    assert env["JAX_PLATFORMS"] == "cpu" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert env["XLA_FLAGS"].split() == ["--xla_cpu_enable_fast_math=false",
+                                        "--xla_force_host_platform_device_count=3"]
+
+
+def test_simulated_devices_after_jax_started_are_refused():
+    import jax
+
+    from asynclab.backends import cpu_devices, simulate_cpu_devices
+
+    jax.devices()  # this process's backends are running
+    with pytest.raises(ConfigError, match="before JAX starts"):
+        simulate_cpu_devices(len(jax.devices("cpu")) + 1)
+    with pytest.raises(ConfigError, match="simulate_cpu_devices"):
+        cpu_devices(len(jax.devices("cpu")) + 1)
+    with pytest.raises(ConfigError, match="integer"):
+        simulate_cpu_devices(0)

@@ -35,7 +35,7 @@ from ._core import (
     put_row,
     recorded_loss,
     row,
-    seed_keys,
+    seed_keys_batch,
     select,
 )
 from ._result import Result
@@ -273,8 +273,7 @@ def replay(
     events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
     shared = len(traces) == 1
 
-    init_keys, worker_keys = jax.vmap(lambda s: seed_keys(s, n_workers))(
-        jnp.asarray(seeds, jnp.uint32))
+    init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n_workers)
     carry, first_loss = _initial_carry_batch(rule, problem, n_workers, init)(init_keys)
     first_loss = np.asarray(first_loss)
     first_center = np.asarray(carry.server.center)
