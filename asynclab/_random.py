@@ -13,10 +13,10 @@ The fast path applies to Threefry keys with ``jax_threefry_partitionable`` on (J
 default) and float32 draws; anything else goes through ``jax.random`` unchanged.
 
 Why not another of JAX's generators: ``jax.random.key(seed, impl="philox2x32")`` draws
-bulk normals about 2.4× faster than stock Threefry on a CPU, but inside the replay the
-per-step draws of short parameter vectors (the Monte-Carlo studies) run 4–7× slower than
-this fused copy (``benchmarks/replay.py``, row (e)); a seed therefore means JAX's default
-Threefry-2x32 stream.
+bulk normals about 2.4× faster than stock Threefry on a CPU, but inside the replay, where
+short parameter vectors draw a few numbers per step, it runs 1.2–15× slower than this
+fused copy (2.2× on the Monte-Carlo studies' model averaging; ``benchmarks/replay.py``,
+row (e)); a seed therefore means JAX's default Threefry-2x32 stream.
 """
 
 from __future__ import annotations
