@@ -60,7 +60,8 @@ def equivalence_reports():
     """Both device counts at once: one child process each, in parallel."""
     children = {n: start(SCRIPTS / "pmap_equivalence.py", n, devices=n)
                 for n in DEVICE_COUNTS}
-    return {n: _report(*_finish(child, timeout=300)) for n, child in children.items()}
+    # ~1 CPU-minute each; the limit leaves room for a loaded machine (a deadlock never ends)
+    return {n: _report(*_finish(child, timeout=480)) for n, child in children.items()}
 
 
 # ----------------------------------------------------------------------------- equivalence
