@@ -42,7 +42,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
-from ..engine import Result
+from ..engine import Result, structure_key, with_values
 from ..engine._core import (
     check_count,
     check_init,
@@ -340,22 +340,24 @@ _PROGRAMS: OrderedDict = OrderedDict()
 
 def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices,
              key_dtype):
-    """The round or segment as a ``shard_map`` program, cached by rule, problem and devices.
+    """The round or segment as a ``shard_map`` program, cached by the rule's structure,
+    problem and devices; the rule's traced hyperparameters are its last (replicated)
+    argument, as in the replay, so both compute with the same values the same way.
 
     Keys travel as their raw data (``uint32``) and are wrapped on the devices."""
-    key = (id(rule), id(problem), noise, record_paths, tuple(d.id for d in devices),
+    key = (structure_key(rule), id(problem), noise, record_paths, tuple(d.id for d in devices),
            key_dtype)
     if key in _PROGRAMS:
         _PROGRAMS.move_to_end(key)
         return _PROGRAMS[key][-1]
     gradient = stochastic_gradient(problem, noise)
     build = round_program if rule.synchronous else segment_program
-    step = build(rule, gradient, problem.loss, record_paths)
 
-    def program(shared, worker, key_data, plan):
+    def program(shared, worker, key_data, plan, values):
+        step = build(with_values(rule, values), gradient, problem.loss, record_paths)
         return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype), plan)
 
-    fn = _over_devices(program, _mesh(devices), in_axes=(None, 0, 0, None),
+    fn = _over_devices(program, _mesh(devices), in_axes=(None, 0, 0, None, None),
                        out_axes=(None, 0, (None, None, 0)))
     _PROGRAMS[key] = (rule, problem, fn)
     while len(_PROGRAMS) > 16:
@@ -365,10 +367,11 @@ def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, dev
 
 def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
     """The jitted ``init_key -> (server, workers, loss of the centre)``, cached."""
-    key = ("initial", id(rule), id(problem), n_workers, init)
+    key = ("initial", structure_key(rule), id(problem), n_workers, init)
     if key not in _PROGRAMS:
-        def initial(init_key):
-            server, workers = initial_state(rule, problem, init_key, n_workers, init)
+        def initial(init_key, values):
+            server, workers = initial_state(with_values(rule, values), problem, init_key,
+                                            n_workers, init)
             return server, workers, problem.loss(server.center)
 
         _PROGRAMS[key] = (rule, problem, jax.jit(initial))
@@ -467,7 +470,9 @@ def run_pmap(
     init_key, worker_keys = seed_keys(seed, n)
     program = _program(rule, problem, noise, record_paths, devices, worker_keys.dtype)
 
-    server, workers, first_loss = _initial(rule, problem, n, init)(init_key)
+    values = {k: jnp.asarray(v, jnp.float32) for k, v in
+              (rule.values if rule.structure is not None else {}).items()}
+    server, workers, first_loss = _initial(rule, problem, n, init)(init_key, values)
     first_loss = float(first_loss)
     first_center = np.asarray(server.center)
     server = jax.tree.map(np.asarray, server)
@@ -491,12 +496,13 @@ def run_pmap(
     shared = _replicate(Shared(server, np.int32(diverged_at), np.int32(position)), mesh)
     workers = _shard(workers, ids, mesh)
     keys = _shard(jax.random.key_data(worker_keys)[ids], ids, mesh)
+    placed_values = _replicate(values, mesh)
 
     pending: list = []
     clock = time.perf_counter()
     step = position
     while step < n_segments and diverged_at < 0:
-        shared, workers, out = program(shared, workers, keys, plan)
+        shared, workers, out = program(shared, workers, keys, plan, placed_values)
         pending.append(out)
         step += 1
         save_now = checkpoint is not None and (step == n_segments or (

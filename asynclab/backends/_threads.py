@@ -79,7 +79,7 @@ def run_threads(
                           "rules (use --backend pmap for synchronous ones)")
     commits = check_count("commits", commits)
     check_init(rule, init)
-    if rule.hyperparameters.get("group_size", 1) != 1:
+    if rule.group_size != 1:
         raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
     devices = list(jax.devices() if devices is None else devices)
     n = len(devices) if workers is None else int(workers)

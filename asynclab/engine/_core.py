@@ -157,7 +157,7 @@ def check_traces(rule: Rule, traces: Sequence[Trace | RoundTrace]) -> int:
             )
     if any(t.n_events == 0 for t in traces):
         raise ConfigError("the trace has no events; give a positive budget")
-    group_size = rule.hyperparameters.get("group_size", 1)
+    group_size = rule.group_size
     for trace in traces:
         if trace.local_steps != rule.local_steps:
             raise ConfigError(
