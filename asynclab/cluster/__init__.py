@@ -24,6 +24,7 @@ from ._predict import total_variation as total_variation
 from ._predict import wasserstein as wasserstein
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulate_sync as simulate_sync
+from ._summary import summarize_log as summarize_log
 from ._timing import DISTRIBUTIONS as DISTRIBUTIONS
 from ._timing import Cluster as Cluster
 from ._timing import ComputeTime as ComputeTime
@@ -64,6 +65,7 @@ __all__ = [
     "read_log",
     "simulate_async",
     "simulate_sync",
+    "summarize_log",
     "staleness_distribution",
     "total_variation",
     "wasserstein",
