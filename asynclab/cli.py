@@ -189,6 +189,9 @@ def _problem_options(args) -> dict:
 
 
 def _run(args) -> int:
+    if args.backend == "threads" and (args.trace_log or args.fit_log):
+        raise ConfigError("--trace-log / --fit-log set a simulated schedule; --backend threads "
+                          "measures its own (asynclab.cluster.log_from_threads records it)")
     if args.backend != "sim":
         return _run_on_devices(args)
     from .cluster import ComputeTime
@@ -409,6 +412,7 @@ def _add_trace_parser(sub) -> None:
                             "fitted model, straggler episodes, staleness")
     q.add_argument("log", help="a .csv, .csv.gz or .parquet log ('example': the shipped one)")
     q.add_argument("--format", default="auto", choices=("auto", "long", "wide"))
+    q.add_argument("--job", default=None, help="wide logs with a jobid column: the job to read")
     q.add_argument("--threshold", type=float, default=3.0,
                    help="a step straggles above this factor × its worker's median (default 3)")
     q.add_argument("--compute-only", action="store_true",
@@ -429,6 +433,7 @@ def _trace_inspect(args) -> int:
     if args.commits < 1:
         raise ConfigError(f"--commits must be >= 1, got {args.commits}")
     s = summarize_log(_log_path(args.log), threshold=args.threshold, format=args.format,
+                      job=args.job,
                       communication=not args.compute_only, commits=args.commits)
     if args.json:
         print(json.dumps(s))

@@ -75,5 +75,7 @@ def test_log_flags_refuse_what_they_cannot_do(capsys):
     assert "--fit-log LOG --workers 8" in capsys.readouterr().err
     assert main(["run", "--trace-log", "nowhere.csv"]) == 2
     assert "no log file" in capsys.readouterr().err
+    assert main(["run", "--trace-log", "example", "--backend", "threads", "--devices", "1"]) == 2
+    assert "measures its own" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["run", "--trace-log", "example", "--fit-log", "example"])

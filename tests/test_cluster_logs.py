@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from asynclab import ConfigError
+from asynclab import ConfigError, run
 from asynclab.cluster import (
     Cluster,
     Link,
@@ -128,6 +128,17 @@ def test_rows_of_several_local_steps_and_unavailable_steps():
     np.testing.assert_allclose(log.compute_times(0), [1.0, 2.0, 1.0])
 
 
+def test_synchronous_rules_replay_a_log_too():
+    """Model averaging on a replayed log: every round lasts as long as its slowest worker's
+    logged step (plain numpy), and the run goes through asynclab.run like any cluster."""
+    log = _log([np.array([1.0, 2.0, 0.5]), np.array([1.5, 1.0, 1.0])])
+    result = run("quadratic", "model_averaging", cluster=from_log(log, end="wrap"),
+                 commits=6, learning_rate=0.1, local_steps=1, problem_options={"dim": 2})
+    durations = np.maximum(np.tile([1.0, 2.0, 0.5], 2), np.tile([1.5, 1.0, 1.0], 2))
+    np.testing.assert_allclose(result.time[0], np.cumsum(durations))
+    assert result.config["compute"]["model"] == "replayed log"
+
+
 # ------------------------------------------------------------------ file formats
 
 
@@ -159,6 +170,18 @@ def test_wide_iteration_format(tmp_path):
     np.testing.assert_allclose(log.communication, [0.1, 0.1, 0.1, 0.1, 0.3], atol=1e-12)
     np.testing.assert_array_equal(log.step, [1, 2, 3, 1, 3])
     np.testing.assert_allclose(log.start[:3], [0.0, 0.5, 1.1])  # back to back
+
+
+def test_wide_files_with_several_jobs(tmp_path):
+    text = ("jobid,iteration,latency_worker_1\n"
+            "7,1,0.5\n7,2,0.6\n9,1,0.2\n")
+    path = _write(tmp_path / "jobs.csv", text)
+    with pytest.raises(ConfigError, match="holds 2 jobs .*7, 9"):
+        read_log(path)
+    np.testing.assert_allclose(read_log(path, job=9).compute, [0.2])
+    np.testing.assert_allclose(read_log(path, job="7").compute, [0.5, 0.6])
+    with pytest.raises(ConfigError, match="no rows with jobid"):
+        read_log(path, job=8)
 
 
 def test_parquet_needs_its_extra(tmp_path, monkeypatch):
@@ -225,6 +248,8 @@ def test_missing_files_and_bad_arguments(tmp_path):
         read_log(_write(tmp_path / "w.csv", "worker,x\n1,2\n"), format="wide")
     with pytest.raises(ConfigError, match="no exchanges"):
         measured_trace(_log([np.ones(3)]))
+    with pytest.raises(ConfigError, match="commit 0 .* has staleness 1"):
+        measured_trace(_log([np.ones(3)], staleness=np.array([1, 0, 0])))
 
 
 # ------------------------------------------------------------------ fitting

@@ -106,6 +106,10 @@ class ReplayedTimes(TimingModel):
     def stream(self, worker: int, rng: np.random.Generator):
         return _Steps(_cursor(self.times[worker], self.end), self.per_row)
 
+    def __repr__(self) -> str:
+        return (f"ReplayedTimes(source={self.source!r}, workers={self.workers}, rows="
+                f"{[int(t.size) for t in self.times]}, per_row={self.per_row}, end={self.end!r})")
+
     def describe(self) -> dict:
         return {"model": "replayed log", "source": self.source, "workers": self.workers,
                 "rows": [int(t.size) for t in self.times], "local_steps_per_row": self.per_row,
@@ -113,11 +117,11 @@ class ReplayedTimes(TimingModel):
                 "mean_step": float(np.mean(np.concatenate(self.times))) / self.per_row}
 
 
-def _as_log(log, format: str = "auto") -> StepLog:
+def _as_log(log, format: str = "auto", job=None) -> StepLog:
     if isinstance(log, StepLog):
         return log
     if isinstance(log, str | Path):
-        return read_log(log, format=format)
+        return read_log(log, format=format, job=job)
     raise ConfigError(f"log must be a StepLog or a path to a log file, got {log!r}")
 
 
@@ -503,6 +507,14 @@ class FittedTimes(TimingModel):
             self, normal=tuple(self.normal[i] for i in pick),
             median=tuple(self.median[i] for i in pick),
             origin=tuple(origin[i] for i in pick))
+
+    def __repr__(self) -> str:
+        s = self.stragglers
+        chain = ("None" if s is None else
+                 f"p_enter={s.p_enter:.4g}, p_leave={s.p_leave:.4g}")
+        return (f"FittedTimes(workers={self.workers}, families="
+                f"{[f.family for f in self.normal]}, stragglers=({chain}), "
+                f"per_row={self.per_row})")
 
     def describe(self) -> dict:
         s = self.stragglers

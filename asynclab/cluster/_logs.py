@@ -324,6 +324,26 @@ def _long(path, header, body) -> StepLog:
                   local_steps=local_steps, lines=lines)
 
 
+def _one_job(path, header, body, job):
+    """The rows of one job of a wide file with a ``jobid`` column."""
+    if "jobid" not in header:
+        if job is not None:
+            raise ConfigError(f"{path}: job={job!r} given but the file has no 'jobid' column")
+        return body
+    j = header.index("jobid")
+    jobs = sorted({row[j].strip() for row in body})
+    if job is None:
+        if len(jobs) > 1:
+            raise ConfigError(f"{path}: the file holds {len(jobs)} jobs (jobid "
+                              f"{', '.join(jobs[:5])}{', …' if len(jobs) > 5 else ''}); pick "
+                              "one with job=")
+        return body
+    picked = [row for row in body if row[j].strip() == str(job).strip()]
+    if not picked:
+        raise ConfigError(f"{path}: no rows with jobid {job!r} (jobs: {', '.join(jobs[:5])})")
+    return picked
+
+
 def _wide(path, header, body) -> StepLog:
     """``iteration, latency_worker_<i>, compute_latency_worker_<i>`` (one row per iteration).
 
@@ -395,7 +415,7 @@ def example_log_path() -> Path:
     return Path(__file__).resolve().parents[1] / "data" / "threads_cluster.csv.gz"
 
 
-def read_log(path, *, format: str = "auto") -> StepLog:
+def read_log(path, *, format: str = "auto", job=None) -> StepLog:
     """Reads and checks a per-worker step-time log.
 
     Args:
@@ -405,6 +425,7 @@ def read_log(path, *, format: str = "auto") -> StepLog:
         optional ``communication, available, staleness, local_steps``), ``"wide"`` (one
         row per iteration: ``iteration, latency_worker_<i>, compute_latency_worker_<i>``)
         or ``"auto"`` (wide when there is an ``iteration`` column and no ``worker``).
+      job: for a wide file with a ``jobid`` column holding several jobs, the job to read.
 
     Returns:
       A :class:`StepLog`.
@@ -418,7 +439,11 @@ def read_log(path, *, format: str = "auto") -> StepLog:
     header, body = _table(path)
     if format == "auto":
         format = "wide" if ("iteration" in header and "worker" not in header) else "long"
-    return _wide(path, header, body) if format == "wide" else _long(path, header, body)
+    if format == "wide":
+        return _wide(path, header, _one_job(path, header, body, job))
+    if job is not None:
+        raise ConfigError("job= selects a job of a wide log; this log is long")
+    return _long(path, header, body)
 
 
 # --------------------------------------------------------------------------- writing
@@ -548,6 +573,10 @@ def measured_trace(log: StepLog) -> Trace:
     order = np.argsort(end, kind="stable")
     staleness = log.staleness[rows][order]
     clock = np.arange(staleness.size)
+    if np.any(staleness > clock):
+        t = int(np.flatnonzero(staleness > clock)[0])
+        raise ConfigError(f"{log.source}: commit {t} (in the order of exchange ends) has "
+                          f"staleness {int(staleness[t])}, more than the {t} commits before it")
     return Trace(time=end[order], worker=log.worker[rows][order].astype(np.int32),
                  pulled_clock=(clock - staleness).astype(np.int32),
                  staleness=staleness.astype(np.int32), n_workers=log.n_workers,

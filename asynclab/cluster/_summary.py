@@ -14,7 +14,7 @@ def _round(x, digits=6):
 
 def summarize_log(log, *, threshold: float | None = 3.0, communication: bool = True,
                   commits: int = 20_000, bootstrap: int = 200, seed: int = 0,
-                  format: str = "auto") -> dict:
+                  format: str = "auto", job=None) -> dict:
     """Everything ``asynclab trace inspect`` prints about a log, as a JSON-able dict.
 
     Args:
@@ -24,13 +24,14 @@ def summarize_log(log, *, threshold: float | None = 3.0, communication: bool = T
       commits: commits simulated for the fitted and exponential staleness histograms.
       bootstrap, seed: the standard errors' bootstrap.
       format: the file layout, for a path.
+      job: the job to read from a wide file with several (its ``jobid``).
 
     Returns:
       A dict with ``source``, ``workers``, ``rows``, ``local_steps``, ``columns`` (the
       optional columns present), ``per_worker`` (steps, time statistics in seconds,
       fitted family, parameters and standard errors), ``stragglers`` and ``staleness``.
     """
-    log = _as_log(log, format)
+    log = _as_log(log, format, job)
     fitted = fit_log(log, communication=communication, threshold=threshold,
                      bootstrap=bootstrap, seed=seed)
     per_worker = []
