@@ -16,6 +16,7 @@ from .cluster import Straggler as Straggler
 from .engine import Result as Result
 from .engine import replay as replay
 from .engine import run as run
+from .engine import sweep as sweep
 
 __version__ = "0.1.0"
 
@@ -32,4 +33,5 @@ __all__ = [
     "replay",
     "rules",
     "run",
+    "sweep",
 ]

@@ -1,4 +1,4 @@
-"""The ``asynclab`` command: ``run``, ``rules``, ``demo``, ``figures``, ``trace``."""
+"""The ``asynclab`` command: ``run``, ``sweep``, ``rules``, ``demo``, ``figures``, ``trace``."""
 
 from __future__ import annotations
 
@@ -329,15 +329,144 @@ def _rules(args) -> int:
     from .rules import RULES
 
     width = max(len(name) for name in RULES)
+    print("hyperparameters marked * are static (a new value compiles a new replay); the "
+          "others are traced\nand can be swept (`asynclab sweep --grid NAME=...`)\n")
     for info in RULES.values():
-        kind = "sync " if info.synchronous else "async"
-        defaults = info.defaults
-        params = ", ".join(f"{p}={defaults[p]}" if p in defaults else p
-                           for p in info.parameters if p != "learning_rate")
+        kind = f"{info.kind:<5}"
+        params = ", ".join(
+            ("*" if h.static else "") + (h.name if h.required else f"{h.name}={h.default}")
+            for h in info.hyperparameters if h.name != "learning_rate")
         print(f"{info.name:<{width}}  {kind}  {info.description}")
         print(f"{'':<{width}}         {params}")
         print(f"{'':<{width}}         ref: {info.reference}")
     return 0
+
+
+def _grid_option(pairs) -> dict:
+    grid = {}
+    for pair in pairs or ():
+        name, sep, values = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name:
+            raise ConfigError(f"--grid takes NAME=V1,V2,..., got {pair!r}")
+        try:
+            grid[name] = [float(v) for v in values.split(",") if v.strip()]
+        except ValueError:
+            raise ConfigError(f"--grid {name} takes comma-separated numbers, got "
+                              f"{values!r}") from None
+        if not grid[name]:
+            raise ConfigError(f"--grid {name} gives no value")
+    if not grid:
+        raise ConfigError("asynclab sweep needs at least one --grid NAME=V1,V2,...")
+    return grid
+
+
+def _sweep(args) -> int:
+    from .cluster import ComputeTime
+    from .engine import best_point, scores, sweep
+    from .problems import get_problem
+
+    if args.score in ("commits_to_target",) and args.target is None:
+        raise ConfigError(f"--score {args.score} needs --target LOSS")
+    options = _problem_options(args)
+    workers = args.workers if args.workers is not None else (
+        1 if args.rule == "sequential_sgd" else 4)
+    if args.commits is None and args.horizon is None:
+        args.commits = 1000
+    compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
+    problem = get_problem(args.problem, **options)
+    grid = _grid_option(args.grid)
+    result = sweep(
+        args.problem, args.rule, grid=grid, workers=workers, compute=compute,
+        commits=args.commits, horizon=args.horizon, seeds=_seeds(args),
+        learning_rate=args.learning_rate, local_steps=args.local_steps, noise=args.noise,
+        init=args.init, trace_per_seed=args.trace_per_seed, record_every=args.record_every,
+        progress=False if args.json else None, problem_options=options,
+        start=_start(args.start), batch_size=args.batch_size, **_params(args.param),
+    )
+    if args.save:
+        result.save(args.save)
+    values = scores(result, args.score, target=args.target, problem=problem)
+    best = best_point(result, values, args.score)
+    points = []
+    for index in np.ndindex(values.shape):
+        point = {name: float(v[i]) for (name, v), i in zip(result.grid.items(), index,
+                                                            strict=True)}
+        point["score"] = _finite_list([values[index]])[0]
+        point["diverged"] = int(result.diverged[index].sum())
+        points.append(point)
+    out = {
+        "problem": result.config["problem"], "rule": result.config["rule"],
+        "workers": result.config["workers"],
+        "hyperparameters": result.config["hyperparameters"],
+        "grid": {name: v.tolist() for name, v in result.grid.items()},
+        "seeds": result.seeds.tolist(), "events": result.n_events,
+        "score": args.score, "target": args.target,
+        "lower_is_better": args.score != "success_rate",
+        "points": points, "best": best,
+    }
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    names = list(result.grid)
+    print(f"{out['rule']} on {out['problem']} with {out['workers']} worker(s): "
+          f"{values.size} point(s) x {result.n_seeds} seed(s), {result.n_events} events each")
+    print("  " + "  ".join(f"{n:>16}" for n in names) + f"  {args.score:>18}  diverged")
+    for point in points:
+        score = "—" if point["score"] is None else f"{point['score']:.4g}"
+        print("  " + "  ".join(f"{point[n]:>16.4g}" for n in names)
+              + f"  {score:>18}  {point['diverged']}/{result.n_seeds}")
+    shown = ", ".join(f"{n}={best[n]:.4g}" for n in names)
+    print(f"  best by {args.score}: {shown} (score {best['score']})")
+    if args.save:
+        print(f"  saved: {args.save}")
+    return 0
+
+
+def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--grid", action="append", metavar="NAME=V1,V2,...", required=True,
+                   help="values of a traced hyperparameter (repeatable: the grid is the "
+                   "product), e.g. --grid learning_rate=1e-3,3e-3,1e-2")
+    p.add_argument("--score", default="final_loss",
+                   choices=("final_loss", "commits_to_target", "success_rate"),
+                   help="how to rank the points: mean final loss (lower is better), median "
+                   "commits until the loss reaches --target (lower), or the fraction of seeds "
+                   "ending at or below --target (higher; without --target: within the "
+                   "problem's success radius)")
+    p.add_argument("--target", type=float, default=None, help="target loss for --score")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="(point, seed) pairs per compiled call (default: sized to memory)")
+    p.add_argument("--problem", default="beale", help="problem name (default: beale)")
+    p.add_argument("--dim", type=int, default=None, help="dimension (quadratic, regression)")
+    p.add_argument("--condition", type=float, default=None, help="quadratic condition number")
+    p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
+    p.add_argument("--workers", type=int, default=None, help="number of workers n")
+    p.add_argument("--local-steps", type=int, default=None,
+                   help="λ, local steps per exchange (default: the rule's)")
+    p.add_argument("--learning-rate", type=float, default=1e-3,
+                   help="η when it is not in the grid (default 1e-3)")
+    p.add_argument("--noise", type=float, default=0.0, help="σ², gradient-noise variance")
+    p.add_argument("--compute", default="exponential",
+                   help="compute-time distribution: constant, exponential, lognormal, gamma")
+    p.add_argument("--compute-mean", type=float, default=1.0, help="mean seconds per step")
+    p.add_argument("--compute-shape", type=float, default=1.0,
+                   help="lognormal σ or gamma shape k")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--commits", type=int, default=None,
+                        help="budget in commits (rounds for synchronous rules)")
+    budget.add_argument("--horizon", type=float, default=None, help="budget in simulated s")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--seeds", default=None, help="several seeds: START:STOP or a,b,c")
+    p.add_argument("--trace-per-seed", action="store_true",
+                   help="simulate a separate schedule for every seed")
+    p.add_argument("--init", default="start", help="start, random or random_per_worker")
+    p.add_argument("--start", default=None, help="fixed start point, e.g. 1.0,1.75")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a fixed rule hyperparameter, e.g. --param gamma=1e-4 (repeatable)")
+    p.add_argument("--record-every", type=int, default=None, help="loss record interval")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: grid, per-point scores, best point")
+    p.add_argument("--save", default=None, help="save the result (.npz) here")
 
 
 def _demo(args) -> int:
@@ -483,6 +612,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_arguments(p)
     _add_log_arguments(p)
     p.set_defaults(func=_run)
+    p = sub.add_parser("sweep", help="replay a grid of hyperparameter values x seeds in one "
+                       "compiled call and report the best point")
+    _add_sweep_arguments(p)
+    p.set_defaults(func=_sweep)
     _add_trace_parser(sub)
     p = sub.add_parser("rules", help="list the update rules")
     p.set_defaults(func=_rules)

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
-from ..engine import INITS, Result, initial_state, seed_keys
+from ..engine import INITS, Result, initial_state, seed_keys, structure_key, with_values
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, AsynchronousRule, Rule, SynchronousRule
 from . import _checkpoint
@@ -368,16 +368,23 @@ _PROGRAMS: OrderedDict = OrderedDict()
 
 
 def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices):
-    """The pmapped round or segment, cached by rule, problem and devices."""
-    key = (id(rule), id(problem), noise, record_paths,
+    """The pmapped round or segment, cached by the rule's structure, problem and devices;
+    the rule's traced hyperparameters are its last (replicated) argument, as in the
+    replay, so both compute with the same values the same way."""
+    key = (structure_key(rule), id(problem), noise, record_paths,
            None if devices is None else tuple(d.id for d in devices))
     if key in _PROGRAMS:
         _PROGRAMS.move_to_end(key)
         return _PROGRAMS[key][-1]
     gradient = stochastic_gradient(problem, noise)
     build = round_program if rule.synchronous else segment_program
-    fn = _over_devices(build(rule, gradient, problem.loss, record_paths), devices,
-                       in_axes=(None, 0, 0, None), out_axes=(None, 0, (None, None, 0)))
+
+    def program(shared, worker, key, plan, values):
+        step = build(with_values(rule, values), gradient, problem.loss, record_paths)
+        return step(shared, worker, key, plan)
+
+    fn = _over_devices(program, devices, in_axes=(None, 0, 0, None, None),
+                       out_axes=(None, 0, (None, None, 0)))
     _PROGRAMS[key] = (rule, problem, fn)
     while len(_PROGRAMS) > 16:
         _PROGRAMS.popitem(last=False)
@@ -386,10 +393,11 @@ def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, dev
 
 def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
     """The jitted ``init_key -> (server, workers, loss of the centre)``, cached."""
-    key = ("initial", id(rule), id(problem), n_workers, init)
+    key = ("initial", structure_key(rule), id(problem), n_workers, init)
     if key not in _PROGRAMS:
-        def initial(init_key):
-            server, workers = initial_state(rule, problem, init_key, n_workers, init)
+        def initial(init_key, values):
+            server, workers = initial_state(with_values(rule, values), problem, init_key,
+                                            n_workers, init)
             return server, workers, problem.loss(server.center)
 
         _PROGRAMS[key] = (rule, problem, jax.jit(initial))
@@ -418,7 +426,7 @@ def _check(rule, problem: Problem, trace, init: str, record_every, sync_every, c
         raise ConfigError(
             f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
             f"{rule.name} takes local_steps={rule.local_steps}")
-    group_size = rule.hyperparameters.get("group_size", 1)
+    group_size = rule.group_size
     if getattr(trace, "group_size", 1) != group_size:
         raise ConfigError(
             f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} but the "
@@ -516,7 +524,9 @@ def run_pmap(
     # Which global worker each local device is (its index on the mapped axis).
     ids = _axis_indices(pmap_devices, n_local)
     init_key, worker_keys = seed_keys(seed, n)
-    server, workers, first_loss = _initial(rule, problem, n, init)(init_key)
+    values = {k: jnp.asarray(v, jnp.float32) for k, v in
+              (rule.values if rule.structure is not None else {}).items()}
+    server, workers, first_loss = _initial(rule, problem, n, init)(init_key, values)
     first_loss = float(first_loss)
     first_center = np.asarray(server.center)
     server = jax.tree.map(np.asarray, server)
@@ -546,7 +556,7 @@ def run_pmap(
     clock = time.perf_counter()
     step = position
     while step < n_segments and diverged_at < 0:
-        shared, workers, out = program(shared, workers, keys, plan)
+        shared, workers, out = program(shared, workers, keys, plan, values)
         pending.append(out)
         step += 1
         save_now = checkpoint is not None and (step == n_segments or (

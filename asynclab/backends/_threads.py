@@ -82,7 +82,7 @@ def run_threads(
                           "rules (use --backend pmap for synchronous ones)")
     if int(commits) != commits or commits < 1:
         raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
-    if rule.hyperparameters.get("group_size", 1) != 1:
+    if rule.group_size != 1:
         raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
     devices = list(jax.devices() if devices is None else devices)
     n = len(devices) if workers is None else int(workers)

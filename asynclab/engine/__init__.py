@@ -4,18 +4,32 @@ from ._replay import INITS as INITS
 from ._replay import initial_state as initial_state
 from ._replay import replay as replay
 from ._replay import seed_keys as seed_keys
+from ._replay import structure_key as structure_key
+from ._replay import with_values as with_values
 from ._result import Result as Result
 from ._run import build_rule as build_rule
 from ._run import run as run
 from ._run import schedule as schedule
+from ._sweep import SCORES as SCORES
+from ._sweep import best_point as best_point
+from ._sweep import replay_grid as replay_grid
+from ._sweep import scores as scores
+from ._sweep import sweep as sweep
 
 __all__ = [
     "INITS",
+    "SCORES",
     "Result",
+    "best_point",
     "build_rule",
     "initial_state",
     "replay",
+    "replay_grid",
     "run",
     "schedule",
+    "scores",
     "seed_keys",
+    "structure_key",
+    "sweep",
+    "with_values",
 ]

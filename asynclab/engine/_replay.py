@@ -26,7 +26,7 @@ from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem, stochastic_gradient
-from ..rules import AXIS, Rule
+from ..rules import AXIS, RULES, Rule
 from ._result import Result
 
 INITS = ("start", "random", "random_per_worker")
@@ -171,6 +171,31 @@ _INITIAL: OrderedDict = OrderedDict()
 # shared, so their look-up-or-insert steps are serialised.
 _CACHE_LOCK = threading.RLock()
 
+#: How many times a replay (or its initial state) was traced, by kind; tests read it to
+#: prove that new hyperparameter values, seeds or grids do not compile again.
+TRACE_COUNT = {"chunk": 0, "initial": 0}
+
+
+def structure_key(rule: Rule):
+    """What a compiled replay of ``rule`` depends on: its declared structure (name and
+    static hyperparameters), or the rule object itself for a rule assembled by hand."""
+    return ("declared",) + rule.structure if rule.structure is not None else ("object", id(rule))
+
+
+def with_values(rule: Rule, values) -> Rule:
+    """``rule`` rebuilt with traced hyperparameter ``values`` (a dict of arrays or tracers);
+    a rule assembled by hand, which has no declaration, is returned as it is."""
+    if rule.structure is None or not values:
+        return rule
+    return RULES[rule.structure[0]].rebuild(rule.structure[1], dict(values))
+
+
+def hyperparameter_values(rule: Rule, batch: int) -> dict:
+    """The rule's traced hyperparameters as float32 arrays of shape ``(batch,)``."""
+    if rule.structure is None:
+        return {}
+    return {k: np.full(batch, v, np.float32) for k, v in rule.values.items()}
+
 
 def _initial_carry_batch(rule, problem, n_workers, init):
     with _CACHE_LOCK:
@@ -178,10 +203,11 @@ def _initial_carry_batch(rule, problem, n_workers, init):
 
 
 def _initial_carry_batch_locked(rule, problem, n_workers, init):
-    key = (id(rule), id(problem), n_workers, init)
+    key = (structure_key(rule), id(problem), n_workers, init)
     if key not in _INITIAL:
-        def initial(k):
-            carry = _initial_carry(rule, problem, k, n_workers, init)
+        def initial(k, values):
+            TRACE_COUNT["initial"] += 1
+            carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init)
             return carry, problem.loss(carry.server.center)
 
         fn = jax.jit(jax.vmap(initial))
@@ -225,32 +251,192 @@ _COMPILED: OrderedDict = OrderedDict()
 
 
 def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared):
-    """The jitted, seed-vmapped chunk replay, cached so new seeds reuse the compilation.
+    """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
+    traced hyperparameters reuse the compilation.
 
-    Keyed by the identity of the rule and problem objects (kept alive in the cache, so
-    an identity is never reused while its entry exists); ``asynclab.rules.make_rule`` and
-    ``asynclab.problems.get_problem`` return the same object for the same arguments.
+    Keyed by the rule's structure (:func:`structure_key`) and the identity of the problem
+    (kept alive in the cache, so an identity is never reused while its entry exists;
+    ``asynclab.problems.get_problem`` returns the same object for the same arguments).
+    The traced hyperparameters are the function's last argument, one value per batch
+    element.
     """
     with _CACHE_LOCK:
         return _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared)
 
 
 def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared):
-    key = (id(rule), id(problem), noise, record_paths, n_workers, shared)
+    key = (structure_key(rule), id(problem), noise, record_paths, n_workers, shared)
     if key in _COMPILED:
         _COMPILED.move_to_end(key)
         return _COMPILED[key][-1]
     gradient = stochastic_gradient(problem, noise)
-    if rule.synchronous:
-        event = synchronous_event(rule, gradient, n_workers)
-    else:
-        event = asynchronous_event(rule, gradient)
-    chunk = chunk_runner(event, problem.loss, record_paths)
-    fn = jax.jit(jax.vmap(chunk, in_axes=(0, 0, None if shared else 0)), donate_argnums=(0,))
+
+    def chunk(carry, worker_keys, events, values):
+        TRACE_COUNT["chunk"] += 1
+        built = with_values(rule, values)
+        if built.synchronous:
+            event = synchronous_event(built, gradient, n_workers)
+        else:
+            event = asynchronous_event(built, gradient)
+        return chunk_runner(event, problem.loss, record_paths)(carry, worker_keys, events)
+
+    fn = jax.jit(jax.vmap(chunk, in_axes=(0, 0, None if shared else 0, 0)),
+                 donate_argnums=(0,))
     _COMPILED[key] = (rule, problem, fn)
     while len(_COMPILED) > 32:
         _COMPILED.popitem(last=False)
     return fn
+
+
+def _check_seeds(seeds) -> np.ndarray:
+    seeds = np.atleast_1d(np.asarray(seeds, np.int64))
+    if seeds.ndim != 1 or seeds.size == 0:
+        raise ConfigError(f"seeds must be an int or a non-empty list of ints, got {seeds!r}")
+    return seeds
+
+
+class _Plan(NamedTuple):
+    """The events of a replay laid out as ``(traces, chunks, blocks, k)``."""
+
+    time: np.ndarray
+    worker: np.ndarray
+    staleness: np.ndarray
+    n_workers: int
+    n_events: int
+    record_every: int
+    record_paths: bool
+    n_blocks: int
+    blocks_per_chunk: int
+    n_chunks: int
+    events: tuple
+
+
+def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _Plan:
+    if init not in INITS:
+        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
+    if init == "random_per_worker" and not rule.synchronous:
+        raise ConfigError(
+            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
+            "start by pulling the centre"
+        )
+    if isinstance(traces, Trace | RoundTrace):
+        traces = [traces]
+    traces = list(traces)
+    if len(traces) not in (1, n_seeds):
+        raise ConfigError(f"give one trace, or one per seed ({n_seeds}); got {len(traces)}")
+    time, worker, staleness, n_workers = _stack_traces(traces, rule.synchronous)
+    for trace in traces:
+        if trace.local_steps != rule.local_steps:
+            raise ConfigError(
+                f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
+                f"{rule.name} takes local_steps={rule.local_steps}"
+            )
+    for trace in traces:
+        if getattr(trace, "group_size", 1) != rule.group_size:  # RoundTraces have no groups
+            raise ConfigError(
+                f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} "
+                f"but the rule {rule.name} takes group_size={rule.group_size}"
+            )
+    n_events = time.shape[1]
+    if record_every is None:
+        record_every = max(1, math.ceil(n_events / 1000))
+    if int(record_every) != record_every or record_every < 1:
+        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
+    record_every = int(record_every)
+    if record_paths is None:
+        record_paths = problem.dim <= 2
+
+    # Lay the events out as (chunks, blocks, k), padding with inactive events.
+    n_blocks = math.ceil(n_events / record_every)
+    blocks_per_chunk = max(1, math.ceil(n_blocks / 20))
+    n_chunks = math.ceil(n_blocks / blocks_per_chunk)
+    padded = n_chunks * blocks_per_chunk * record_every
+    shape = (len(traces), n_chunks, blocks_per_chunk, record_every)
+    ev_worker = np.zeros((len(traces), padded), np.int32)
+    ev_worker[:, :n_events] = np.maximum(worker, 0)
+    ev_active = np.zeros((len(traces), padded), bool)
+    ev_active[:, :n_events] = staleness >= 0
+    ev_index = np.broadcast_to(np.arange(padded, dtype=np.int32), (len(traces), padded))
+    events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
+    return _Plan(time, worker, staleness, n_workers, n_events, record_every, bool(record_paths),
+                 n_blocks, blocks_per_chunk, n_chunks, events)
+
+
+class _Replayed(NamedTuple):
+    loss: np.ndarray
+    final_params: np.ndarray
+    diverged_at: np.ndarray
+    center_path: np.ndarray | None
+    worker_path: np.ndarray | None
+
+
+def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar):
+    """Replay batch element ``b`` = (seed ``seeds[b]``, trace row ``rows[b]``, traced
+    hyperparameters ``values[name][b]``) for every b, in one compiled call per chunk."""
+    n_workers, shared = plan.n_workers, plan.time.shape[0] == 1
+    batch = len(seeds)
+    run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, n_workers,
+                                shared)
+    values = {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
+    init_keys, worker_keys = jax.vmap(lambda s: seed_keys(s, n_workers))(
+        jnp.asarray(seeds, jnp.uint32))
+    carry, first_loss = _initial_carry_batch(rule, problem, n_workers, init)(init_keys, values)
+    first_loss = np.asarray(first_loss)
+    first_center = np.asarray(carry.server.center)
+
+    losses, centers, paths = [], [], []
+    step = plan.blocks_per_chunk * plan.record_every
+    for c in range(plan.n_chunks):
+        chunk_events = tuple(
+            jnp.asarray(a[0, c] if shared else a[rows, c]) for a in plan.events
+        )
+        carry, (value, center, path) = run_chunk(carry, worker_keys, chunk_events, values)
+        losses.append(np.asarray(value))
+        if plan.record_paths:
+            centers.append(np.asarray(center))
+            paths.append(np.asarray(path))
+        bar.update(batch * (min(step * (c + 1), plan.n_events) - min(step * c, plan.n_events)))
+        if c + 1 < plan.n_chunks and np.all(np.asarray(carry.diverged_at) >= 0):
+            remaining = plan.n_chunks - c - 1
+            losses.append(np.full((batch, remaining * plan.blocks_per_chunk), np.nan))
+            if plan.record_paths:
+                centers.append(np.full((batch, remaining * plan.blocks_per_chunk,
+                                        problem.dim), np.nan))
+                tail = paths[-1].shape[3:]
+                filler = (batch, remaining * step) + tail
+                paths.append(np.full(filler, np.nan))
+            bar.update(batch * (plan.n_events - min(step * (c + 1), plan.n_events)))
+            break
+
+    loss = np.concatenate([first_loss[:, None]] + [v.reshape(batch, -1) for v in losses],
+                          axis=1)[:, : plan.n_blocks + 1]
+    center_path = worker_path = None
+    if plan.record_paths:
+        center_path = np.concatenate(
+            [first_center[:, None]] + [c.reshape(batch, -1, problem.dim) for c in centers],
+            axis=1)[:, : plan.n_blocks + 1]
+        tail = (n_workers, problem.dim) if rule.synchronous else (problem.dim,)
+        worker_path = np.concatenate(
+            [p.reshape((batch, -1) + tail) for p in paths], axis=1)[:, :plan.n_events]
+    return _Replayed(loss, np.asarray(carry.server.center), np.asarray(carry.diverged_at),
+                     center_path, worker_path)
+
+
+def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
+    return Result(
+        config=dict(config or {}),
+        seeds=np.asarray(seeds),
+        time=plan.time,
+        worker=plan.worker,
+        staleness=plan.staleness,
+        record_events=np.minimum(np.arange(plan.n_blocks + 1) * plan.record_every,
+                                 plan.n_events),
+        loss=out.loss,
+        final_params=out.final_params,
+        diverged_at=out.diverged_at,
+        center_path=out.center_path,
+        worker_path=out.worker_path,
+    )
 
 
 def replay(
@@ -267,6 +453,9 @@ def replay(
     config: dict | None = None,
 ) -> Result:
     """Replay one trace (or one per seed) with ``rule`` on ``problem`` for every seed.
+
+    The compiled replay depends on the rule's structure only: a rule built with other
+    values of its traced hyperparameters (learning rate, momenta, ...) reuses it.
 
     Args:
       rule: an asynchronous or synchronous rule from :mod:`asynclab.rules`.
@@ -286,113 +475,14 @@ def replay(
     Returns:
       A :class:`Result`.
     """
-    seeds = np.atleast_1d(np.asarray(seeds, np.int64))
-    if seeds.ndim != 1 or seeds.size == 0:
-        raise ConfigError(f"seeds must be an int or a non-empty list of ints, got {seeds!r}")
-    if init not in INITS:
-        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
-    if init == "random_per_worker" and not rule.synchronous:
-        raise ConfigError(
-            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
-            "start by pulling the centre"
-        )
-    if isinstance(traces, Trace | RoundTrace):
-        traces = [traces]
-    traces = list(traces)
-    if len(traces) not in (1, len(seeds)):
-        raise ConfigError(f"give one trace, or one per seed ({len(seeds)}); got {len(traces)}")
-    time, worker, staleness, n_workers = _stack_traces(traces, rule.synchronous)
-    for trace in traces:
-        if trace.local_steps != rule.local_steps:
-            raise ConfigError(
-                f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
-                f"{rule.name} takes local_steps={rule.local_steps}"
-            )
-    group_size = rule.hyperparameters.get("group_size", 1)
-    for trace in traces:
-        if getattr(trace, "group_size", 1) != group_size:  # RoundTraces have no groups
-            raise ConfigError(
-                f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} "
-                f"but the rule {rule.name} takes group_size={group_size}"
-            )
-    n_events = time.shape[1]
-    if record_every is None:
-        record_every = max(1, math.ceil(n_events / 1000))
-    if int(record_every) != record_every or record_every < 1:
-        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
-    record_every = int(record_every)
-    if record_paths is None:
-        record_paths = problem.dim <= 2
-
-    run_chunk = _compiled_chunk(rule, problem, float(noise), bool(record_paths), n_workers,
-                                len(traces) == 1)
-
-    # Lay the events out as (chunks, blocks, k), padding with inactive events.
-    n_blocks = math.ceil(n_events / record_every)
-    blocks_per_chunk = max(1, math.ceil(n_blocks / 20))
-    n_chunks = math.ceil(n_blocks / blocks_per_chunk)
-    padded = n_chunks * blocks_per_chunk * record_every
-    shape = (len(traces), n_chunks, blocks_per_chunk, record_every)
-    ev_worker = np.zeros((len(traces), padded), np.int32)
-    ev_worker[:, :n_events] = np.maximum(worker, 0)
-    ev_active = np.zeros((len(traces), padded), bool)
-    ev_active[:, :n_events] = staleness >= 0
-    ev_index = np.broadcast_to(np.arange(padded, dtype=np.int32), (len(traces), padded))
-    events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
-    shared = len(traces) == 1
-
-    init_keys, worker_keys = jax.vmap(lambda s: seed_keys(s, n_workers))(
-        jnp.asarray(seeds, jnp.uint32))
-    carry, first_loss = _initial_carry_batch(rule, problem, n_workers, init)(init_keys)
-    first_loss = np.asarray(first_loss)
-    first_center = np.asarray(carry.server.center)
-
-    losses, centers, paths = [], [], []
-    bar = progress_bar(total=n_events, progress=progress,
-               desc=f"{rule.name} x{len(seeds)}", unit="event", leave=False)
+    seeds = _check_seeds(seeds)
+    plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths)
+    rows = np.arange(len(seeds)) if plan.time.shape[0] > 1 else np.zeros(len(seeds), int)
+    bar = progress_bar(total=plan.n_events * len(seeds), progress=progress,
+                       desc=f"{rule.name} x{len(seeds)}", unit="event", leave=False,
+                       unit_scale=True)
     with bar:
-        for c in range(n_chunks):
-            chunk_events = tuple(
-                jnp.asarray(a[0, c] if shared else a[:, c]) for a in events
-            )
-            carry, (value, center, path) = run_chunk(carry, worker_keys, chunk_events)
-            losses.append(np.asarray(value))
-            if record_paths:
-                centers.append(np.asarray(center))
-                paths.append(np.asarray(path))
-            bar.update(min(blocks_per_chunk * record_every, n_events - bar.n))
-            if c + 1 < n_chunks and np.all(np.asarray(carry.diverged_at) >= 0):
-                remaining = n_chunks - c - 1
-                losses.append(np.full((len(seeds), remaining * blocks_per_chunk), np.nan))
-                if record_paths:
-                    centers.append(np.full((len(seeds), remaining * blocks_per_chunk,
-                                            problem.dim), np.nan))
-                    tail = paths[-1].shape[3:]
-                    filler = (len(seeds), remaining * blocks_per_chunk * record_every) + tail
-                    paths.append(np.full(filler, np.nan))
-                break
-
-    loss = np.concatenate([first_loss[:, None]] + [v.reshape(len(seeds), -1) for v in losses],
-                          axis=1)[:, : n_blocks + 1]
-    record_events = np.minimum(np.arange(n_blocks + 1) * record_every, n_events)
-    center_path = worker_path = None
-    if record_paths:
-        center_path = np.concatenate(
-            [first_center[:, None]] + [c.reshape(len(seeds), -1, problem.dim) for c in centers],
-            axis=1)[:, : n_blocks + 1]
-        tail = (n_workers, problem.dim) if rule.synchronous else (problem.dim,)
-        worker_path = np.concatenate(
-            [p.reshape((len(seeds), -1) + tail) for p in paths], axis=1)[:, :n_events]
-    return Result(
-        config=dict(config or {}),
-        seeds=seeds,
-        time=time,
-        worker=worker,
-        staleness=staleness,
-        record_events=record_events,
-        loss=loss,
-        final_params=np.asarray(carry.server.center),
-        diverged_at=np.asarray(carry.diverged_at),
-        center_path=center_path,
-        worker_path=worker_path,
-    )
+        out = _replay_batch(rule, problem, plan, seeds, rows,
+                            hyperparameter_values(rule, len(seeds)), noise=noise, init=init,
+                            bar=bar)
+    return _result(plan, seeds, out, config)

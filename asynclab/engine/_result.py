@@ -15,7 +15,9 @@ _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "fin
 
 @dataclasses.dataclass
 class Result:
-    """The record of one replay over S seeds (T events, R loss records).
+    """The record of one replay over S seeds (T events, R loss records), or of a sweep:
+    then every per-seed array has the grid's axes in front, ``loss`` has shape
+    ``(len(grid[k1]), len(grid[k2]), ..., S, R)``, and ``config["grid"]`` records the grid.
 
     Event arrays have a leading trace axis of length 1 when every seed replayed the same
     trace, or S when each seed had its own; ``trace_index`` maps seeds to traces.
@@ -79,8 +81,9 @@ class Result:
 
     @property
     def final_loss(self) -> np.ndarray:
-        """``(S,)`` the last recorded central loss (NaN for a diverged run)."""
-        return self.loss[:, -1]
+        """``(S,)`` (``grid_shape + (S,)`` for a sweep) the last recorded central loss (NaN
+        for a diverged run)."""
+        return self.loss[..., -1]
 
     @property
     def simulated_time(self) -> np.ndarray:
@@ -91,6 +94,20 @@ class Result:
         """Counts of each staleness value over all commits of all traces (padding excluded)."""
         values = self.staleness.ravel()
         return np.bincount(values[values >= 0].astype(np.int64), minlength=1)
+
+    @property
+    def grid(self) -> dict[str, np.ndarray] | None:
+        """The grid of a sweep, ``name -> values`` in axis order, or None for a run."""
+        pairs = self.config.get("grid")
+        if not pairs:
+            return None
+        return {name: np.asarray(values) for name, values in pairs}
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        """The leading grid axes of a sweep's per-seed arrays (``()`` for a run)."""
+        grid = self.grid
+        return () if grid is None else tuple(len(v) for v in grid.values())
 
     # ------------------------------------------------------------------ disk
     def save(self, path: str | Path) -> Path:

@@ -89,7 +89,7 @@ def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0)
     Post-local SGD's warm-up rounds take one local step each, so they are scheduled
     with λ = 1 and the rest with λ = H; the two parts are joined in time.
     """
-    warmup = rule.hyperparameters.get("warmup_rounds", 0) if rule.synchronous else 0
+    warmup = rule.warmup_rounds if rule.synchronous else 0
     if warmup:
         return _warm_then_local(cluster, rule.local_steps, warmup, commits, horizon, rng)
     if rule.synchronous:
@@ -173,12 +173,26 @@ def run(
       >>> result.final_loss.shape
       (1,)
     """
+    problem, rule, traces, seed_list, config = _prepare(
+        problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
+        horizon=horizon, seeds=seeds, learning_rate=learning_rate, local_steps=local_steps,
+        noise=noise, init=init, trace_per_seed=trace_per_seed,
+        problem_options=problem_options, start=start, hyperparameters=hyperparameters)
+    return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
+                  record_every=record_every, record_paths=record_paths, progress=progress,
+                  config=config)
+
+
+def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,
+             learning_rate, local_steps, noise, init, trace_per_seed, problem_options, start,
+             hyperparameters):
+    """The checked problem, rule, traces, seeds and config of a run (see :func:`run`)."""
     problem_name = problem if isinstance(problem, str) else problem.name
     problem = get_problem(problem, **(problem_options or {}))
     if start is not None:
         problem = with_start(problem, start)
     group_size = (hyperparameters.get("group_size", 1) if isinstance(rule, str)
-                  else rule.hyperparameters.get("group_size", 1))
+                  else rule.group_size)
     if int(group_size) != group_size or group_size < 1:
         raise ConfigError(f"group_size must be an integer >= 1, got {group_size!r}")
     cluster = _cluster_from(cluster, workers, compute, int(group_size))
@@ -213,6 +227,4 @@ def run(
         "start": None if start is None else [float(v) for v in start],
         "trace_per_seed": bool(trace_per_seed),
     }
-    return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
-                  record_every=record_every, record_paths=record_paths, progress=progress,
-                  config=config)
+    return problem, rule, traces, seed_list, config

@@ -2,7 +2,9 @@
 
 A rule is a ``NamedTuple`` of pure functions (optax / blackjax style). Its state lives
 in the ``NamedTuple`` states below and nowhere else; hyperparameters are closed over by
-the factory that builds the rule.
+the factory that builds the rule. Real-valued hyperparameters may be JAX arrays (traced
+values): executors rebuild a declared rule inside the compiled function from its
+``structure`` and its ``values``, so a new value never recompiles.
 
 Asynchronous rules split into *local work* (λ steps of an optax inner optimizer on one
 worker) and one atomic *exchange* at the server (commit, then pull). Synchronous rules
@@ -13,7 +15,8 @@ the replay engine and under ``jax.pmap(..., axis_name="workers")`` on devices.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -87,7 +90,15 @@ class AsynchronousRule(NamedTuple):
       local: ``(worker, gradient, key, worker_id) -> worker``; ``key`` is the worker's own
         key, folded with each local step index to draw that step's noise.
       exchange: ``(server, worker) -> (server, worker, ExchangeInfo)``.
-      hyperparameters: the values the rule was built with.
+      hyperparameters: the values the rule was built with (for records and display).
+      local_steps: λ, local steps per exchange (what a schedule must be made for).
+      group_size: workers per synchronous group (``mixed``), 1 otherwise.
+      warmup_rounds: rounds with one local step before λ applies (synchronous only).
+      structure: ``(name, static hyperparameters)`` of a rule built by a declared
+        factory, the key under which executors cache compilations; None for a rule
+        assembled by hand from parts (cached by identity).
+      values: the traced hyperparameters, ``name -> value``; executors pass them to the
+        compiled replay as an argument, so new values do not recompile.
     """
 
     name: str
@@ -96,14 +107,15 @@ class AsynchronousRule(NamedTuple):
     local: Callable[[WorkerState, GradientFn, Array, Array], WorkerState]
     exchange: Callable[[ServerState, WorkerState], tuple[ServerState, WorkerState, ExchangeInfo]]
     hyperparameters: dict
+    local_steps: int = 1
+    group_size: int = 1
+    warmup_rounds: int = 0
+    structure: tuple | None = None
+    values: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def synchronous(self) -> bool:
         return False
-
-    @property
-    def local_steps(self) -> int:
-        return int(self.hyperparameters.get("local_steps", 1))
 
 
 class SynchronousRule(NamedTuple):
@@ -118,7 +130,8 @@ class SynchronousRule(NamedTuple):
         worker at once under the named axis ``"workers"`` (``jax.vmap`` in the replay,
         ``jax.pmap`` on devices); the server it returns is computed from collectives and
         so is the same on every worker.
-      hyperparameters: the values the rule was built with.
+      hyperparameters, local_steps, group_size, warmup_rounds, structure, values: as for
+        :class:`AsynchronousRule`.
     """
 
     name: str
@@ -127,14 +140,15 @@ class SynchronousRule(NamedTuple):
     local: Callable[[WorkerState, GradientFn, Array, Array], WorkerState]
     synchronize: Callable[[ServerState, WorkerState], tuple[ServerState, WorkerState, ExchangeInfo]]
     hyperparameters: dict
+    local_steps: int = 1
+    group_size: int = 1
+    warmup_rounds: int = 0
+    structure: tuple | None = None
+    values: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def synchronous(self) -> bool:
         return True
-
-    @property
-    def local_steps(self) -> int:
-        return int(self.hyperparameters.get("local_steps", 1))
 
 
 Rule = AsynchronousRule | SynchronousRule

@@ -3,7 +3,10 @@
 Every rule takes the worker learning rate η and (where it has local work) the window λ,
 plus ``worker_momentum`` (an optax momentum on each worker whose buffer survives pulls)
 and ``server_momentum`` (heavy ball on the sequence of central updates; negative values
-compensate the implicit momentum of asynchrony). Formulas: ``ALGORITHMS.md``.
+compensate the implicit momentum of asynchrony). Formulas: ``docs/rules.md``.
+
+Each factory is declared once with ``@declare``: its kind, description, reference and
+static hyperparameters; every other hyperparameter is traced (it may be a JAX array).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import optax
 
 from .._errors import ConfigError
 from ._base import AXIS, AsynchronousRule, SynchronousRule
+from ._declaration import declare
 from ._parts import (
+    Outer,
     accumulated_step,
     add,
     asynchronous,
@@ -37,6 +42,7 @@ from ._parts import (
     keep_params,
     local_work,
     normalised_step,
+    outer_optimizer,
     parameters,
     replace,
     reset_to_center,
@@ -44,6 +50,7 @@ from ._parts import (
     staleness_scaled,
     start_at_center,
     synchronous,
+    traced,
     worker_sgd,
 )
 
@@ -52,22 +59,26 @@ class _Common(NamedTuple):
     learning_rate: float
     local_steps: int
     inner: optax.GradientTransformation
-    outer: optax.GradientTransformation | None
+    outer: Outer | None
     hyperparameters: dict
 
 
-def _common(name, learning_rate, local_steps, worker_momentum=0.0, server_momentum_=0.0,
+def _common(name, learning_rate, local_steps, worker_momentum=0.0, server_momentum_=None,
             nesterov=False) -> _Common:
+    """The checked common hyperparameters; ``server_momentum_=None`` for rules without a
+    server update to put momentum on."""
     learning_rate = check_positive(name, "learning_rate", learning_rate)
     local_steps = check_count(name, "local_steps", local_steps)
     worker_momentum = check_momentum(name, "worker_momentum", worker_momentum)
-    server_momentum_ = check_momentum(name, "server_momentum", server_momentum_)
-    return _Common(
-        learning_rate, local_steps, worker_sgd(learning_rate, worker_momentum, nesterov),
-        server_momentum(server_momentum_),
-        {"learning_rate": learning_rate, "local_steps": local_steps,
-         "worker_momentum": worker_momentum, "server_momentum": server_momentum_},
-    )
+    hp = {"learning_rate": learning_rate, "local_steps": local_steps,
+          "worker_momentum": worker_momentum}
+    outer = None
+    if server_momentum_ is not None:
+        server_momentum_ = check_momentum(name, "server_momentum", server_momentum_)
+        outer = server_momentum(server_momentum_)
+        hp["server_momentum"] = server_momentum_
+    return _Common(learning_rate, local_steps, worker_sgd(learning_rate, worker_momentum,
+                                                          nesterov), outer, hp)
 
 
 def _reset_rule(name, c: _Common, commit, apply, init_extra=None, **extra_hp):
@@ -80,6 +91,10 @@ def _reset_rule(name, c: _Common, commit, apply, init_extra=None, **extra_hp):
 # ============================================================================ asynchronous
 
 
+@declare("async",
+         "one worker, plain SGD: the reference every rule reduces to",
+         "Robbins & Monro 1951",
+         static=("local_steps",))
 def sequential_sgd(learning_rate: float, local_steps: int = 1,
                    worker_momentum: float = 0.0) -> AsynchronousRule:
     """Sequential SGD, the reference: one worker, θ ← θ − η g, no server arithmetic.
@@ -88,11 +103,15 @@ def sequential_sgd(learning_rate: float, local_steps: int = 1,
     after which the recorded centre is the worker's parameters.
     """
     c = _common("sequential_sgd", learning_rate, local_steps, worker_momentum)
-    hp = {k: v for k, v in c.hyperparameters.items() if k != "server_momentum"}
     return asynchronous("sequential_sgd", inner=c.inner, local_steps=c.local_steps,
-                        commit=parameters, apply=replace, pull=keep_params, hyperparameters=hp)
+                        commit=parameters, apply=replace, pull=keep_params,
+                        hyperparameters=c.hyperparameters)
 
 
+@declare("async",
+         "commit the accumulated step, add it, reset to the centre",
+         "Dean et al., NIPS 2012",
+         static=("local_steps",))
 def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
              server_momentum: float = 0.0) -> AsynchronousRule:
     """DOWNPOUR (Dean et al. 2012): Δ = a; θ̃ ← θ̃ + Δ; θᵏ ← θ̃.
@@ -106,6 +125,10 @@ def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float 
     return _reset_rule("downpour", c, accumulated_step, add)
 
 
+@declare("async",
+         "DOWNPOUR with the commit scaled by 1/(τ+1)",
+         "Jiang et al., SIGMOD 2017",
+         static=("local_steps",))
 def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
            server_momentum: float = 0.0) -> AsynchronousRule:
     """DynSGD (Jiang et al. 2017): Δ = a; θ̃ ← θ̃ + Δ / (τ + 1); θᵏ ← θ̃."""
@@ -113,6 +136,10 @@ def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 
     return _reset_rule("dynsgd", c, accumulated_step, staleness_scaled(lambda t: 1.0 / (t + 1.0)))
 
 
+@declare("async",
+         "accumulated gradient normalisation: commit a/λ",
+         "Hermans, ACML 2017",
+         static=("local_steps",))
 def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
         server_momentum: float = 0.0) -> AsynchronousRule:
     """AGN, accumulated gradient normalisation (Hermans 2017): Δ = a / λ; θ̃ ← θ̃ + Δ.
@@ -123,6 +150,10 @@ def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0
     return _reset_rule("agn", c, normalised_step(c.local_steps), add)
 
 
+@declare("async",
+         "AGN scaled per weight by 1/(γ⁻¹(θ̃−θ̃_pull)²+1)",
+         "Hermans 2017 (thesis), ch. 4",
+         static=("local_steps", "norm"))
 def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: bool = False,
          worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
     """ADAG (Hermans 2017, ch. 4): AGN's Δ = a / λ scaled per weight by the distance
@@ -139,6 +170,10 @@ def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: 
                        gamma=gamma, norm=norm)
 
 
+@declare("async",
+         "step η/τ (η when τ = 0)",
+         "Zhang, Gupta, Lian, Liu, IJCAI 2016",
+         static=("local_steps",))
 def staleness_aware(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
                     server_momentum: float = 0.0) -> AsynchronousRule:
     """Staleness-aware SGD (Zhang, Gupta, Lian, Liu 2016): step η/τ (η when τ = 0)."""
@@ -147,6 +182,10 @@ def staleness_aware(learning_rate: float, local_steps: int = 1, worker_momentum:
                        staleness_scaled(lambda t: 1.0 / jnp.maximum(t, 1.0)))
 
 
+@declare("async",
+         "step η·n/max(n, τ)",
+         "Mishchenko et al., NeurIPS 2022",
+         static=("workers", "local_steps"))
 def delay_adaptive(learning_rate: float, workers: int, local_steps: int = 1,
                    worker_momentum: float = 0.0,
                    server_momentum: float = 0.0) -> AsynchronousRule:
@@ -161,6 +200,10 @@ def delay_adaptive(learning_rate: float, workers: int, local_steps: int = 1,
                        staleness_scaled(lambda t: n / jnp.maximum(n, t)), workers=int(n))
 
 
+@declare("async",
+         "delay compensation g + κ g⊙g⊙(θ̃−θ̃_pull)",
+         "Zheng et al., ICML 2017",
+         static=("local_steps",))
 def dc_asgd(learning_rate: float, local_steps: int = 1, kappa: float = 0.04,
             worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
     """DC-ASGD (Zheng et al. 2017): g ← g + κ g ⊙ g ⊙ (θ̃ − θ̃_pull). MXNet's κ = 0.04."""
@@ -170,6 +213,10 @@ def dc_asgd(learning_rate: float, local_steps: int = 1, kappa: float = 0.04,
                        delay_compensated(kappa, c.learning_rate, c.local_steps), kappa=kappa)
 
 
+@declare("async",
+         "divide the commit by the gap 1 + |θ̃−θ̃_pull|/(η(√v̂+ε))",
+         "Barkai, Hakimi, Schuster, ICLR 2020",
+         static=("local_steps",))
 def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
               worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
     """Gap-aware (Barkai, Hakimi, Schuster 2020): Δ ← Δ / G,
@@ -180,6 +227,10 @@ def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
     return _reset_rule("gap_aware", c, accumulated_step, apply, init_extra=init, decay=decay)
 
 
+@declare("async",
+         "asynchronous EASGD: elastic exchange α(θᵏ−θ̃), no reset",
+         "Zhang, Choromanska, LeCun, NIPS 2015",
+         static=("local_steps",))
 def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
            worker_momentum: float = 0.0) -> AsynchronousRule:
     """Asynchronous EASGD (Zhang, Choromanska, LeCun 2015).
@@ -191,6 +242,10 @@ def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
     return _elastic("aeasgd", c, elasticity)
 
 
+@declare("async",
+         "asynchronous EASGD with Nesterov momentum on the workers",
+         "Zhang, Choromanska, LeCun, NIPS 2015",
+         static=("local_steps",))
 def eamsgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
            momentum: float = 0.99) -> AsynchronousRule:
     """EAMSGD: asynchronous EASGD with a Nesterov-momentum inner optimizer (momentum δ).
@@ -207,12 +262,15 @@ def eamsgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
 def _elastic(name, c: _Common, elasticity):
     elasticity = check_positive(name, "elasticity", elasticity)
     alpha = c.learning_rate * elasticity
-    hp = {k: v for k, v in c.hyperparameters.items() if k != "server_momentum"}
     return asynchronous(name, inner=c.inner, local_steps=c.local_steps, commit=parameters,
                         apply=elastic_center(alpha), pull=elastic_pull(alpha),
-                        hyperparameters={**hp, "elasticity": elasticity})
+                        hyperparameters={**c.hyperparameters, "elasticity": elasticity})
 
 
+@declare("async",
+         "synchronous groups (averaging), asynchronous between groups",
+         "Hadjis et al. (Omnivore) 2016; Mitliagkas et al. 2016",
+         static=("local_steps", "group_size", "between"))
 def mixed(learning_rate: float, local_steps: int = 1, group_size: int = 2,
           between: str = "downpour", worker_momentum: float = 0.0,
           server_momentum: float = 0.0) -> AsynchronousRule:
@@ -237,6 +295,7 @@ def mixed(learning_rate: float, local_steps: int = 1, group_size: int = 2,
         init_worker=start_at_center(inner, copies=group_size),
         local=group_local_work(inner, base.local_steps, group_size),
         hyperparameters={**base.hyperparameters, "group_size": group_size, "between": between},
+        group_size=group_size,
     )
 
 
@@ -248,6 +307,10 @@ _REGISTRY_BETWEEN = {"downpour": downpour, "agn": agn, "dynsgd": dynsgd, "adag":
 # ============================================================================ synchronous
 
 
+@declare("sync",
+         "λ local SGD steps per worker, then average the parameters",
+         "Zinkevich et al., NIPS 2010; Hermans 2017, ch. 2",
+         static=("local_steps",))
 def model_averaging(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
                     server_momentum: float = 0.0) -> SynchronousRule:
     """Model averaging: λ local SGD steps on every worker, then θ̃ ← mean_k θᵏ.
@@ -265,6 +328,10 @@ def model_averaging(learning_rate: float, local_steps: int = 1, worker_momentum:
                        hyperparameters=c.hyperparameters)
 
 
+@declare("sync",
+         "average the workers' gradient steps: one SGD step with an n× batch",
+         "e.g. Goyal et al. 2017",
+         static=())
 def synchronous_sgd(learning_rate: float, server_momentum: float = 0.0) -> SynchronousRule:
     """Synchronous mini-batch SGD: θ̃ ← θ̃ − η · mean_k gᵏ, all workers take θ̃.
 
@@ -275,10 +342,16 @@ def synchronous_sgd(learning_rate: float, server_momentum: float = 0.0) -> Synch
     c = _common("synchronous_sgd", learning_rate, 1, 0.0, server_momentum)
     hp = {"learning_rate": c.learning_rate,
           "server_momentum": c.hyperparameters["server_momentum"]}
+    # no worker momentum here: one step from the centre per round makes it meaningless
+    c = c._replace(inner=optax.sgd(c.learning_rate))
     return synchronous("synchronous_sgd", inner=c.inner, local_steps=1, aggregate=average_params,
                        pull=reset_to_center, outer=c.outer, hyperparameters=hp)
 
 
+@declare("sync",
+         "model averaging every H steps",
+         "Stich, ICLR 2019",
+         static=("local_steps",))
 def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float = 0.0,
               server_momentum: float = 0.0) -> SynchronousRule:
     """Local SGD (Stich 2018): model averaging every H = ``local_steps`` steps."""
@@ -288,6 +361,10 @@ def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float
                        hyperparameters=c.hyperparameters)
 
 
+@declare("sync",
+         "H = 1 for a warm-up, then local SGD with H = λ",
+         "Lin et al., ICLR 2020",
+         static=("local_steps", "warmup_rounds"))
 def post_local_sgd(learning_rate: float, local_steps: int = 8, warmup_rounds: int = 10,
                    worker_momentum: float = 0.0,
                    server_momentum: float = 0.0) -> SynchronousRule:
@@ -305,9 +382,14 @@ def post_local_sgd(learning_rate: float, local_steps: int = 8, warmup_rounds: in
     return synchronous("post_local_sgd", inner=c.inner, local_steps=h,
                        aggregate=average_params, pull=reset_to_center, outer=c.outer,
                        local=local_work(c.inner, h, active_steps=active_steps),
-                       hyperparameters={**c.hyperparameters, "warmup_rounds": warmup})
+                       hyperparameters={**c.hyperparameters, "warmup_rounds": warmup},
+                       warmup_rounds=warmup)
 
 
+@declare("sync",
+         "synchronous elastic averaging, optional equilibrium early stop",
+         "Zhang, Choromanska, LeCun, NIPS 2015",
+         static=("local_steps", "early_stop"))
 def easgd(learning_rate: float, local_steps: int = 1, elasticity: float = 1.0,
           early_stop: bool = False, worker_momentum: float = 0.0) -> SynchronousRule:
     """Synchronous EASGD (Zhang, Choromanska, LeCun 2015), α = ηρ, β = nα.
@@ -337,10 +419,10 @@ def easgd(learning_rate: float, local_steps: int = 1, elasticity: float = 1.0,
         return step - pull < lr
 
     local = local_work(c.inner, c.local_steps, stop=at_equilibrium if early_stop else None)
-    hp = {k: v for k, v in c.hyperparameters.items() if k != "server_momentum"}
     return synchronous("easgd", inner=c.inner, local_steps=c.local_steps,
                        aggregate=_elastic_sync(alpha), pull=elastic_pull(alpha), local=local,
-                       hyperparameters={**hp, "elasticity": elasticity, "early_stop": early_stop})
+                       hyperparameters={**c.hyperparameters, "elasticity": elasticity,
+                                        "early_stop": early_stop})
 
 
 def _elastic_sync(alpha):
@@ -357,6 +439,10 @@ def _leaves(tree):
     return jax.tree.leaves(tree)
 
 
+@declare("sync",
+         "H inner AdamW steps, outer Nesterov SGD on θ̃ − mean θᵏ",
+         "Douillard et al. 2023",
+         static=("local_steps", "inner", "nesterov"))
 def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "adamw",
            weight_decay: float = 0.0, outer_learning_rate: float = 0.7,
            outer_momentum: float = 0.9, nesterov: bool = True) -> SynchronousRule:
@@ -380,13 +466,15 @@ def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "ada
     if inner == "adamw":
         inner_opt = optax.adamw(learning_rate, weight_decay=weight_decay)
     elif inner == "sgd":
-        if weight_decay:
+        if not traced(weight_decay) and weight_decay:
             raise ConfigError("diloco: weight_decay needs inner='adamw'")
         inner_opt = optax.sgd(learning_rate)
     else:
         raise ConfigError(f"diloco: inner must be 'adamw' or 'sgd', got {inner!r}")
-    outer = optax.sgd(outer_learning_rate, momentum=outer_momentum or None,
-                      nesterov=nesterov and bool(outer_momentum))
+    # the momentum buffer is always there (the momentum may be traced); with momentum 0 it
+    # adds 0·m, and Nesterov's look-ahead adds 0·m again, leaving plain outer SGD
+    outer = outer_optimizer(optax.sgd(outer_learning_rate, momentum=outer_momentum,
+                                      nesterov=nesterov))
     hp = {"learning_rate": learning_rate, "local_steps": local_steps, "inner": inner,
           "weight_decay": weight_decay, "outer_learning_rate": outer_learning_rate,
           "outer_momentum": outer_momentum, "nesterov": nesterov}

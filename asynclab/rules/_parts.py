@@ -1,7 +1,7 @@
 """The parts rules are made of: local work, commit, server apply, outer step, pull.
 
 A rule is a composition of these (see ``_catalogue.py``); two rules that share a part
-call the same function. Formulas follow ``ALGORITHMS.md``: a worker's accumulated step
+call the same function. Formulas: ``docs/rules.md``; a worker's accumulated step
 is ``a = θᵏ − θ̃_pull``, its staleness ``τ = c − c_pull``.
 """
 
@@ -34,6 +34,12 @@ _ONE = 1.0
 # ----------------------------------------------------------------------------- checks
 
 
+def traced(value) -> bool:
+    """True for a value being traced by JAX (inside ``jit``/``vmap``): such values skip
+    the concrete checks below and flow into the arithmetic as they are."""
+    return isinstance(value, jax.core.Tracer)
+
+
 def _number(rule: str, name: str, value) -> float:
     if isinstance(value, bool):
         raise ConfigError(f"{rule}: {name} must be a number, got {value!r}")
@@ -47,7 +53,13 @@ def _number(rule: str, name: str, value) -> float:
 
 
 def check_positive(rule: str, name: str, value) -> float:
-    """``value`` as a float > 0, or a ConfigError naming the rule and the parameter."""
+    """``value`` as a float > 0, or a ConfigError naming the rule and the parameter.
+
+    A traced value (see :func:`traced`) is returned unchecked, as by every check of a
+    real-valued hyperparameter here.
+    """
+    if traced(value):
+        return value
     value = _number(rule, name, value)
     if value <= 0:
         raise ConfigError(f"{rule}: {name} must be a finite number > 0, got {value}")
@@ -56,6 +68,8 @@ def check_positive(rule: str, name: str, value) -> float:
 
 def check_nonnegative(rule: str, name: str, value) -> float:
     """``value`` as a float >= 0, or a ConfigError naming the rule and the parameter."""
+    if traced(value):
+        return value
     value = _number(rule, name, value)
     if value < 0:
         raise ConfigError(f"{rule}: {name} must be a finite number >= 0, got {value}")
@@ -64,6 +78,8 @@ def check_nonnegative(rule: str, name: str, value) -> float:
 
 def check_momentum(rule: str, name: str, value) -> float:
     """A momentum in (−1, 1): negative values compensate the implicit momentum."""
+    if traced(value):
+        return value
     value = _number(rule, name, value)
     if not -1.0 < value < 1.0:
         raise ConfigError(f"{rule}: {name} must lie in (-1, 1), got {value}")
@@ -72,6 +88,8 @@ def check_momentum(rule: str, name: str, value) -> float:
 
 def check_fraction(rule: str, name: str, value) -> float:
     """A number in (0, 1)."""
+    if traced(value):
+        return value
     value = _number(rule, name, value)
     if not 0.0 < value < 1.0:
         raise ConfigError(f"{rule}: {name} must lie in (0, 1), got {value}")
@@ -101,17 +119,50 @@ def check_flag(rule: str, name: str, value) -> bool:
 
 def worker_sgd(learning_rate: float, momentum: float = 0.0,
                nesterov: bool = False) -> optax.GradientTransformation:
-    """The inner optimizer: optax SGD, with per-worker momentum whose buffer survives pulls."""
-    return optax.sgd(learning_rate, momentum=momentum or None, nesterov=nesterov)
+    """The inner optimizer: optax SGD, with per-worker momentum whose buffer survives pulls.
+
+    The momentum buffer is always there, so the momentum may be a traced value; with
+    momentum 0 the buffer adds 0·m to each gradient, which leaves it unchanged.
+    """
+    return optax.sgd(learning_rate, momentum=momentum, nesterov=nesterov)
 
 
-def server_momentum(momentum: float) -> optax.GradientTransformation | None:
+class Outer(NamedTuple):
+    """A server-side update of the centre: ``init(center) -> state`` and
+    ``step(center, proposed, state) -> (new centre, state)``."""
+
+    init: Callable[[Params], Any]
+    step: Callable[[Params, Params, Any], tuple[Params, Any]]
+
+
+def server_momentum(momentum) -> Outer:
     """Heavy ball at the server on the sequence of central updates (Mitliagkas et al.).
 
-    θ̃_{t+1} = θ̃_t + Δ + μ (θ̃_t − θ̃_{t−1}): optax SGD with learning rate 1 and momentum μ
-    applied to the "outer gradient" −Δ. None for μ = 0 (plain addition).
+    θ̃_{t+1} = θ̃_t + Δ + μ (θ̃_t − θ̃_{t−1}), written as ``proposed + μ v`` with
+    ``proposed = θ̃_t + Δ`` the rule's own update and ``v = θ̃_t − θ̃_{t−1}`` the state, so
+    μ = 0 gives exactly the rule without momentum and μ may be a traced value.
     """
-    return optax.sgd(1.0, momentum=momentum) if momentum else None
+
+    def init(center):
+        return jax.tree.map(jnp.zeros_like, center)
+
+    def step(center, proposed, velocity):
+        new = jax.tree.map(lambda p, v: p + jnp.asarray(momentum, v.dtype) * v, proposed,
+                           velocity)
+        return new, jax.tree.map(jnp.subtract, new, center)
+
+    return Outer(init, step)
+
+
+def outer_optimizer(optimizer: optax.GradientTransformation) -> Outer:
+    """An optax optimizer at the server on the outer gradient θ̃ − proposed (DiLoCo)."""
+
+    def step(center, proposed, state):
+        outer_gradient = jax.tree.map(jnp.subtract, center, proposed)
+        updates, state = optimizer.update(outer_gradient, state, center)
+        return optax.apply_updates(center, updates), state
+
+    return Outer(optimizer.init, step)
 
 
 # ----------------------------------------------------------------------------- local work
@@ -433,7 +484,7 @@ def elastic_center(alpha: float):
     def apply(server: ServerState, params, worker, staleness):
         del worker, staleness
         center = jax.tree.map(lambda c, p: c + alpha * (p - c), server.center, params)
-        return center, jnp.float32(alpha), server.extra
+        return center, jnp.asarray(alpha, jnp.float32), server.extra
 
     return apply
 
@@ -454,7 +505,7 @@ def elastic_average(beta: float):
 
     def aggregate(server: ServerState, worker: WorkerState):
         diff = jax.lax.pmean(jax.tree.map(jnp.subtract, worker.params, server.center), AXIS)
-        return _scaled_add(server.center, diff, beta), jnp.float32(beta)
+        return _scaled_add(server.center, diff, beta), jnp.asarray(beta, jnp.float32)
 
     return aggregate
 
@@ -495,13 +546,11 @@ Aggregate = Callable[[ServerState, WorkerState], tuple[Params, jax.Array]]
 Pull = Callable[[ServerState, ServerState, WorkerState], WorkerState]
 
 
-def _outer_step(outer, server: ServerState, proposed):
-    """Move the centre to ``proposed``, through the outer optimizer if there is one."""
+def _outer_step(outer: Outer | None, server: ServerState, proposed):
+    """Move the centre to ``proposed``, through the outer update if there is one."""
     if outer is None:
         return proposed, server.outer_state
-    outer_gradient = jax.tree.map(jnp.subtract, server.center, proposed)
-    updates, outer_state = outer.update(outer_gradient, server.outer_state, server.center)
-    return optax.apply_updates(server.center, updates), outer_state
+    return outer.step(server.center, proposed, server.outer_state)
 
 
 def exchange_of(commit: Commit, apply: Apply, pull: Pull, outer=None):
@@ -549,7 +598,7 @@ def asynchronous(
     apply: Apply,
     pull: Pull,
     hyperparameters: dict,
-    outer: optax.GradientTransformation | None = None,
+    outer: Outer | None = None,
     init_extra: Callable[[Params], Any] | None = None,
     local=None,
     init_worker=None,
@@ -562,6 +611,7 @@ def asynchronous(
         local=local or local_work(inner, local_steps),
         exchange=exchange_of(commit, apply, pull, outer),
         hyperparameters=hyperparameters,
+        local_steps=int(local_steps),
     )
 
 
@@ -573,8 +623,9 @@ def synchronous(
     aggregate: Aggregate,
     pull: Pull,
     hyperparameters: dict,
-    outer: optax.GradientTransformation | None = None,
+    outer: Outer | None = None,
     local=None,
+    warmup_rounds: int = 0,
 ) -> SynchronousRule:
     """A synchronous rule from its parts."""
     return SynchronousRule(
@@ -584,4 +635,6 @@ def synchronous(
         local=local or local_work(inner, local_steps),
         synchronize=synchronize_of(aggregate, pull, outer),
         hyperparameters=hyperparameters,
+        local_steps=int(local_steps),
+        warmup_rounds=int(warmup_rounds),
     )

@@ -27,7 +27,6 @@ import dataclasses
 
 import numpy as np
 
-from .._progress import progress_bar
 from ..cluster import (
     FAMILIES,
     Cluster,
@@ -43,7 +42,7 @@ from ..cluster import (
     total_variation,
     wasserstein,
 )
-from ..engine import replay
+from ..engine import replay_grid
 from ..problems import quadratic
 from ..rules import make_rule
 
@@ -146,21 +145,19 @@ def _staleness(log, fitted, mean, config) -> dict:
 
 
 def _scan(traces_by_model, learning_rates, local_steps, problem, config, progress, desc):
-    """Final loss / initial loss per (model, learning rate, seed)."""
+    """Final loss / initial loss per (model, learning rate, seed): one compiled sweep."""
     names = list(traces_by_model)
     traces = [t for name in names for t in traces_by_model[name]]
     # every model replays the same gradient-noise seeds (paired comparison)
     seeds = [config.seed + i % config.seeds for i in range(len(traces))]
     initial = float(problem.loss(problem.start))
-    out = np.empty((len(names), len(learning_rates), config.seeds))
-    for j, eta in enumerate(progress_bar(learning_rates, desc=desc, unit="η",
-                                         progress=progress)):
-        rule = make_rule("downpour", learning_rate=float(eta), local_steps=local_steps)
-        result = replay(rule, problem, traces, seeds=seeds, noise=config.noise,
-                        record_every=traces[0].n_events, progress=False)
-        loss = np.where(result.diverged, np.inf, result.final_loss) / initial
-        out[:, j] = loss.reshape(len(names), config.seeds)
-    return out
+    rule = make_rule("downpour", learning_rate=float(learning_rates[0]),
+                     local_steps=local_steps)
+    result = replay_grid(rule, problem, traces, grid={"learning_rate": list(learning_rates)},
+                         seeds=seeds, noise=config.noise, record_every=traces[0].n_events,
+                         progress=progress)
+    loss = np.where(result.diverged, np.inf, result.final_loss) / initial  # (η, trace)
+    return loss.reshape(len(learning_rates), len(names), config.seeds).transpose(1, 0, 2)
 
 
 def _outcome(log, fitted, mean, config, progress) -> dict:

@@ -64,7 +64,7 @@ def compare(got, want) -> dict:
 def traces_for(rule, n):
     """A simulated trace (exponential compute times) and a random order per round; for
     DOWNPOUR also the fixed round-robin order. ``n`` committing units (groups for mixed)."""
-    group_size = rule.hyperparameters.get("group_size", 1)
+    group_size = rule.group_size
     cluster = Cluster(workers=n * group_size, compute=ComputeTime("exponential"),
                       **({"group_size": group_size} if group_size > 1 else {}))
     if rule.synchronous:

@@ -1,0 +1,297 @@
+"""A grid of hyperparameter values × seeds, replayed in one compiled call.
+
+The traced hyperparameters of a rule (learning rate, momenta, γ, elasticity, ...) are
+arguments of the compiled replay, so the grid's points are one more batch axis beside
+the seeds: the whole product is vmapped and replayed in chunks sized to memory, every
+chunk through the same compilation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .._errors import ConfigError
+from .._progress import progress_bar
+from ..cluster import Cluster, ComputeTime
+from ..problems import Problem
+from ..rules import RULES, Rule
+from ._replay import _check_seeds, _plan, _replay_batch, _Replayed, _result, structure_key
+from ._result import Result
+from ._run import _prepare
+
+SCORES = ("final_loss", "commits_to_target", "success_rate")
+
+#: Default bytes a chunk of the batch may hold (states and records), see ``batch_size``.
+MEMORY_BUDGET = 1 << 30
+
+
+def _grid(grid, info, rule_name, hyperparameters) -> dict[str, np.ndarray]:
+    if not isinstance(grid, Mapping) or not grid:
+        raise ConfigError("grid must be a non-empty dict: hyperparameter name -> list of values")
+    out = {}
+    for name, values in grid.items():
+        if name in info.static:
+            raise ConfigError(
+                f"sweep: {name} is a static hyperparameter of {rule_name} (it decides the "
+                f"shape of the compiled replay); sweep one value at a time in a loop. "
+                f"Traced ones: {', '.join(info.traced)}")
+        if name not in info.parameters:
+            raise ConfigError(f"sweep: rule {rule_name!r} has no hyperparameter {name!r}; "
+                              f"traced ones: {', '.join(info.traced)}")
+        if name in hyperparameters:
+            raise ConfigError(f"sweep: {name} is both in the grid and given as a value")
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ConfigError(f"sweep: grid[{name!r}] must be a list of numbers, "
+                              f"got {values!r}") from None
+        if array.ndim != 1 or array.size == 0:
+            raise ConfigError(f"sweep: grid[{name!r}] must be a non-empty list of numbers, "
+                              f"got {values!r}")
+        out[name] = array
+    return out
+
+
+def _per_element_bytes(plan, problem: Problem, n_workers: int) -> int:
+    """A rough upper bound of what one (point, seed) costs in memory during a replay."""
+    d = problem.dim
+    state = 4 * d * (4 * n_workers + 4)  # worker params, inner state, pulled centre; server
+    records = 4 * (plan.n_blocks + 1)
+    if plan.record_paths:
+        records += 4 * d * (plan.n_blocks + 1 + plan.n_events * n_workers)
+    events = 0 if plan.time.shape[0] == 1 else 12 * plan.n_events
+    return 2 * state + records + events
+
+
+def sweep(
+    problem: str | Problem = "beale",
+    rule: str | Rule = "downpour",
+    *,
+    grid: Mapping[str, Sequence[float]],
+    workers: int | None = None,
+    cluster: Cluster | None = None,
+    compute: str | ComputeTime = "exponential",
+    commits: int | None = None,
+    horizon: float | None = None,
+    seeds: int | Sequence[int] = 0,
+    learning_rate: float = 1e-3,
+    local_steps: int | None = None,
+    noise: float = 0.0,
+    init: str = "start",
+    trace_per_seed: bool = False,
+    record_every: int | None = None,
+    record_paths: bool = False,
+    progress: bool | None = None,
+    problem_options: dict | None = None,
+    start: Sequence[float] | None = None,
+    batch_size: int | None = None,
+    **hyperparameters,
+) -> Result:
+    """Replay every point of ``grid`` × every seed, as :func:`asynclab.run` would each.
+
+    The grid's keys are traced hyperparameters of the rule (``asynclab rules`` lists which;
+    ``learning_rate`` is one, and a grid over it replaces the ``learning_rate`` argument).
+    Static ones (λ, workers, group size, warm-up, variant switches) decide the shape of the
+    compiled replay and are refused: loop over them with one sweep each. Every point
+    replays the same schedule (or the same one per seed with ``trace_per_seed``), since
+    timing does not depend on the numbers.
+
+    Args:
+      grid: ``{name: values}``; the points are the product of the value lists, in order.
+      batch_size: (point, seed) pairs replayed per compiled call; by default as many as fit
+        in about 1 GiB of states and records. Every call has this size (the last one is
+        padded), so there is one compilation.
+      record_paths: record trajectories (default False: a sweep's paths are rarely wanted).
+      The other arguments are those of :func:`asynclab.run`.
+
+    Returns:
+      A :class:`~asynclab.engine.Result` whose per-seed arrays have the grid's axes in
+      front: ``loss`` is ``(len(grid[k1]), ..., len(grid[kK]), S, R)``, ``final_params``
+      ``(..., S, d)``, ``diverged_at`` ``(..., S)``; ``config["grid"]`` records the grid
+      (``result.grid`` reads it back). The events (``time``, ``staleness``, ...) are
+      shared by every point.
+
+    Example:
+      >>> import asynclab
+      >>> result = asynclab.sweep("quadratic", "downpour", workers=4, commits=500,
+      ...                         seeds=range(8), grid={"learning_rate": [0.01, 0.02],
+      ...                                               "server_momentum": [-0.3, 0.0, 0.5]})
+      >>> result.loss.shape[:3]
+      (2, 3, 8)
+    """
+    if isinstance(rule, str):
+        if rule not in RULES:
+            raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
+        info, rule_name = RULES[rule], rule
+    else:
+        if rule.structure is None:
+            raise ConfigError("sweep needs a declared rule (a name, or one built by a factory "
+                              "of asynclab.rules)")
+        info, rule_name = RULES[rule.structure[0]], rule.name
+    grid = _grid(grid, info, rule_name, hyperparameters)
+    first = {k: float(v[0]) for k, v in grid.items()}
+    if "learning_rate" in first:
+        learning_rate = first.pop("learning_rate")
+    if not isinstance(rule, str):
+        rule = rule._replace(values={**rule.values, **first})
+        first = {}
+    seeds = _check_seeds(seeds)
+    problem, rule, traces, seed_list, config = _prepare(
+        problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
+        horizon=horizon, seeds=seeds.tolist(), learning_rate=learning_rate,
+        local_steps=local_steps, noise=noise, init=init, trace_per_seed=trace_per_seed,
+        problem_options=problem_options, start=start, hyperparameters={**hyperparameters,
+                                                                       **first})
+    return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
+                       init=init, record_every=record_every, record_paths=record_paths,
+                       progress=progress, batch_size=batch_size, config=config)
+
+
+def replay_grid(
+    rule: Rule,
+    problem: Problem,
+    traces,
+    *,
+    grid: Mapping[str, Sequence[float]],
+    seeds: int | Sequence[int] = 0,
+    noise: float = 0.0,
+    init: str = "start",
+    record_every: int | None = None,
+    record_paths: bool = False,
+    progress: bool | None = None,
+    batch_size: int | None = None,
+    config: dict | None = None,
+) -> Result:
+    """:func:`asynclab.replay` over a grid of traced hyperparameters: the sweep of given
+    traces (one for all seeds, or one per seed, shared by every point).
+
+    ``rule`` is a declared rule (built by a factory of :mod:`asynclab.rules`); its values
+    of the grid's hyperparameters are replaced by the grid's. The other arguments are
+    those of :func:`asynclab.replay` and :func:`sweep`; the result is that of
+    :func:`sweep`.
+    """
+    if rule.structure is None:
+        raise ConfigError("a grid needs a declared rule (built by a factory of "
+                          "asynclab.rules)")
+    info = RULES[rule.structure[0]]
+    if not (isinstance(grid, Mapping) and all(isinstance(v, np.ndarray) for v in
+                                               grid.values())):
+        grid = _grid(grid, info, rule.name, {})
+    seeds = _check_seeds(seeds)
+    base = dict(rule.hyperparameters)
+    for name, values in grid.items():  # concrete checks, as run() would make them
+        for value in values:
+            info.factory(**{**base, name: float(value)})
+    plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths)
+
+    # (point, seed) pairs, point-major
+    shape = tuple(v.size for v in grid.values())
+    points = list(itertools.product(*grid.values()))
+    n_points, n_seeds = len(points), len(seeds)
+    total = n_points * n_seeds
+    values = {k: np.full(total, v, np.float32) for k, v in rule.values.items()}
+    for j, name in enumerate(grid):
+        values[name] = np.repeat(np.asarray([p[j] for p in points], np.float32), n_seeds)
+    seed_of = np.tile(seeds, n_points)
+    row_of = np.tile(np.arange(n_seeds) if plan.time.shape[0] > 1 else np.zeros(n_seeds, int),
+                     n_points)
+
+    if batch_size is None:
+        per = _per_element_bytes(plan, problem, plan.n_workers)
+        batch_size = max(1, min(total, MEMORY_BUDGET // per))
+    elif int(batch_size) != batch_size or batch_size < 1:
+        raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    batch_size = int(min(batch_size, total))
+    n_calls = math.ceil(total / batch_size)
+
+    parts = []
+    bar = progress_bar(total=plan.n_events * total, progress=progress,
+                       desc=f"{rule.name} sweep {'x'.join(map(str, shape))}x{n_seeds}",
+                       unit="event", unit_scale=True, leave=False)
+    with bar:
+        for call in range(n_calls):
+            index = np.arange(call * batch_size, (call + 1) * batch_size)
+            live = index < total
+            index = np.minimum(index, total - 1)  # pad the last call: one compilation
+            out = _replay_batch(rule, problem, plan, seed_of[index], row_of[index],
+                                {k: v[index] for k, v in values.items()}, noise=noise,
+                                init=init, bar=_Partial(bar, live.mean()))
+            parts.append(_Replayed(*(None if a is None else a[live] for a in out)))
+
+    def joined(field):
+        arrays = [getattr(p, field) for p in parts]
+        if arrays[0] is None:
+            return None
+        whole = np.concatenate(arrays, axis=0)
+        return whole.reshape(shape + (n_seeds,) + whole.shape[1:])
+
+    out = _Replayed(*(joined(f) for f in _Replayed._fields))
+    config = dict(config or {"rule": rule.name, "synchronous": rule.synchronous,
+                             "hyperparameters": dict(rule.hyperparameters),
+                             "problem": problem.name, "noise": float(noise), "init": init})
+    config["hyperparameters"] = {k: v for k, v in config.get("hyperparameters", {}).items()
+                                 if k not in grid}
+    config["grid"] = [[name, [float(x) for x in v]] for name, v in grid.items()]
+    config["structure"] = list(structure_key(rule))
+    return _result(plan, seeds, out, config)
+
+
+class _Partial:
+    """A progress bar that counts only a fraction of what it is told (padding)."""
+
+    def __init__(self, bar, fraction):
+        self.bar, self.fraction = bar, float(fraction)
+
+    def update(self, n):
+        self.bar.update(int(round(n * self.fraction)))
+
+
+# ----------------------------------------------------------------------------- scores
+
+
+def scores(result: Result, score: str = "final_loss", *, target: float | None = None,
+           problem: Problem | None = None) -> np.ndarray:
+    """One number per grid point (shape ``result.grid_shape``) from a sweep's seeds.
+
+    Args:
+      score: ``"final_loss"``: mean final central loss over the seeds (inf if any seed
+        diverged), lower is better; ``"commits_to_target"``: median over the seeds of the
+        events (commits or rounds) until the recorded loss first reaches ``target`` (inf
+        when it never does), lower is better; ``"success_rate"``: the fraction of seeds
+        whose final loss is at most ``target`` (or, without a target, whose final centre
+        passes ``problem.success``), higher is better.
+      target: the loss threshold of the last two scores.
+      problem: for ``success_rate`` without a target.
+    """
+    if score not in SCORES:
+        raise ConfigError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
+    final = np.where(result.diverged, np.inf, np.nan_to_num(result.final_loss, nan=np.inf))
+    if score == "final_loss":
+        return final.mean(axis=-1)
+    if score == "commits_to_target":
+        if target is None:
+            raise ConfigError("score commits_to_target needs a target loss")
+        reached = np.nan_to_num(result.loss, nan=np.inf) <= target
+        first = np.argmax(reached, axis=-1)
+        events = np.where(reached.any(axis=-1), result.record_events[first], np.inf)
+        return np.median(events, axis=-1)
+    if target is not None:
+        return (final <= target).mean(axis=-1)
+    if problem is None:
+        raise ConfigError("score success_rate needs a target loss or the problem")
+    return problem.success(result.final_params).mean(axis=-1)
+
+
+def best_point(result: Result, values: np.ndarray, score: str) -> dict:
+    """The grid point with the best score: ``{name: value, ..., "score": s}``."""
+    higher = score == "success_rate"
+    flat = np.where(np.isnan(values), -np.inf if higher else np.inf, values).ravel()
+    index = int(np.argmax(flat) if higher else np.argmin(flat))
+    where = np.unravel_index(index, values.shape)
+    point = {name: float(v[i]) for (name, v), i in zip(result.grid.items(), where, strict=True)}
+    score_value = float(values[where])
+    return {**point, "score": score_value if math.isfinite(score_value) else None}
