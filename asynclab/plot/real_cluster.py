@@ -29,7 +29,7 @@ def _step_times(ax, data):
     ax.set_title(f"measured step times (stairs) and the fits chosen by AIC (lines)\n"
                  f"{int(data['rows'])} commits of λ = {int(data['local_steps'])} local steps",
                  fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper right")
 
 
 def _series(ax, data):
@@ -48,7 +48,7 @@ def _series(ax, data):
                  f"{data['p_leave_se']:.2f}\n{int(data['episodes'])} episodes, mean "
                  f"{data['mean_episode_steps']:.2f} steps, {data['straggling_fraction']:.1%} of "
                  "steps", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper right")
 
 
 def _staleness(ax, data):
@@ -68,7 +68,7 @@ def _staleness(ax, data):
     ax.set_ylabel("fraction of commits")
     ax.set_title(f"staleness on the logged cluster (n = {n}); distances to the "
                  f"{data['staleness_reference']} histogram", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper right")
 
 
 def _big_staleness(ax, data):
@@ -85,7 +85,7 @@ def _big_staleness(ax, data):
     ax.set_title(f"the fitted cluster extended to n = {m} (worker j ← logged worker j mod "
                  f"{int(data['workers'])})\nTV {data['big_tv']:.3f}, W "
                  f"{data['big_wasserstein']:.2f} between the two", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper right")
 
 
 def _outcome(ax, rates, loss, names, stable, target, title):
@@ -105,7 +105,7 @@ def _outcome(ax, rates, loss, names, stable, target, title):
     ax.set_xlabel("learning rate η")
     ax.set_ylabel("median final loss / initial loss")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left")
 
 
 def plot_real_cluster(data: dict, path=None, config=None):
