@@ -18,6 +18,10 @@ from ._logs import log_from_threads as log_from_threads
 from ._logs import measured_trace as measured_trace
 from ._logs import read_log as read_log
 from ._logs import write_log as write_log
+from ._orders import random_order_trace as random_order_trace
+from ._orders import round_robin_trace as round_robin_trace
+from ._orders import simulate_sync_with_warmup as simulate_sync_with_warmup
+from ._orders import trace_from_order as trace_from_order
 from ._predict import predict_staleness as predict_staleness
 from ._predict import staleness_distribution as staleness_distribution
 from ._predict import total_variation as total_variation
@@ -52,22 +56,26 @@ __all__ = [
     "StragglerFit",
     "TimingModel",
     "Trace",
+    "example_log_path",
     "fit_distribution",
     "fit_log",
     "fit_step_times",
     "fit_stragglers",
     "from_log",
     "heterogeneous",
-    "example_log_path",
     "log_from_threads",
     "measured_trace",
     "predict_staleness",
+    "random_order_trace",
     "read_log",
+    "round_robin_trace",
     "simulate_async",
     "simulate_sync",
-    "summarize_log",
+    "simulate_sync_with_warmup",
     "staleness_distribution",
+    "summarize_log",
     "total_variation",
+    "trace_from_order",
     "wasserstein",
     "write_log",
 ]
