@@ -1,4 +1,4 @@
-"""The ``asynclab`` command: ``run``, ``sweep``, ``rules``, ``demo``, ``figures``."""
+"""The ``asynclab`` command: ``run``, ``sweep``, ``rules``, ``demo``, ``figures``, ``trace``."""
 
 from __future__ import annotations
 
@@ -380,6 +380,9 @@ def _problem_options(args) -> dict:
 
 def _run(args) -> int:
     _check_run(args)
+    if args.backend == "threads" and (args.trace_log or args.fit_log):
+        raise ConfigError("--trace-log / --fit-log set a simulated schedule; --backend threads "
+                          "measures its own (asynclab.cluster.log_from_threads records it)")
     if args.backend != "sim":
         return _run_on_devices(args)
     from .engine import run
@@ -392,8 +395,10 @@ def _run(args) -> int:
         args.commits = 1000
     compute = _compute(args)
     problem = get_problem(args.problem, **options)
+    cluster = _log_cluster(args)
     result = run(
-        args.problem, args.rule, workers=workers, compute=compute,
+        args.problem, args.rule, workers=None if cluster else workers, cluster=cluster,
+        compute=compute,
         commits=args.commits, horizon=args.horizon, seeds=_seeds(args),
         learning_rate=args.learning_rate, local_steps=args.local_steps, noise=args.noise,
         init=args.init, trace_per_seed=args.trace_per_seed, record_every=args.record_every,
@@ -501,7 +506,8 @@ def _run_on_devices(args) -> int:
     from .backends import run_pmap
     from .cluster import Cluster
 
-    cluster = Cluster(workers, _compute(args), group_size=group_size)
+    cluster = (_log_cluster(args, workers)
+               or Cluster(workers, _compute(args), group_size=group_size))
     trace = schedule(rule, cluster, commits=args.commits, rng=seed)
     out = run_pmap(rule, problem, trace, seed=seed, noise=args.noise, init=args.init,
                    record_every=record_every, checkpoint=args.checkpoint,
@@ -683,6 +689,117 @@ def _figure_names() -> str:
         return "(none found: run from the repository root)"
 
 
+# ---------------------------------------------------------------- step-time logs
+
+
+def _add_log_arguments(p: argparse.ArgumentParser) -> None:
+    logs = p.add_mutually_exclusive_group()
+    logs.add_argument("--trace-log", default=None, metavar="LOG",
+                      help="replay a real cluster's step-time log (docs/logs.md; 'example': "
+                      "the shipped one): its workers, their measured times in order")
+    logs.add_argument("--fit-log", default=None, metavar="LOG",
+                      help="simulate a timing model fitted to a step-time log, with "
+                      "--workers N workers (default: the log's)")
+    p.add_argument("--log-end", default="stop", choices=("stop", "wrap"),
+                   help="--trace-log shorter than the budget: stop the run there (default) "
+                   "or wrap around to the log's start")
+
+
+def _log_path(value: str):
+    from .cluster import example_log_path
+
+    return example_log_path() if value == "example" else value
+
+
+def _log_cluster(args, workers: int | None = None):
+    """The cluster of ``--trace-log`` / ``--fit-log``, or None without them."""
+    from .cluster import Cluster, fit_log, from_log
+
+    workers = workers if workers is not None else args.workers
+    if args.trace_log:
+        cluster = from_log(_log_path(args.trace_log), end=args.log_end)
+        if workers is not None and workers != cluster.workers:
+            raise ConfigError(f"--trace-log replays the log's {cluster.workers} workers, not "
+                              f"{workers}; use --fit-log LOG --workers {workers} to simulate "
+                              "another number of workers")
+        return cluster
+    if args.fit_log:
+        fitted = fit_log(_log_path(args.fit_log), bootstrap=0)
+        n = workers if workers is not None else fitted.workers
+        return Cluster(n, compute=fitted.resize(n))
+    return None
+
+
+def _add_trace_parser(sub) -> None:
+    p = sub.add_parser("trace", help="step-time logs of real clusters")
+    commands = p.add_subparsers(dest="trace_command", required=True)
+    q = commands.add_parser("inspect", help="summarise a step-time log: workers, tails, "
+                            "fitted model, straggler episodes, staleness")
+    q.add_argument("log", help="a .csv, .csv.gz or .parquet log ('example': the shipped one)")
+    q.add_argument("--format", default="auto", choices=("auto", "long", "wide"))
+    q.add_argument("--job", default=None, help="wide logs with a jobid column: the job to read")
+    q.add_argument("--threshold", type=float, default=3.0,
+                   help="a step straggles above this factor × its worker's median (default 3)")
+    q.add_argument("--compute-only", action="store_true",
+                   help="fit compute times only (default: compute + communication)")
+    q.add_argument("--commits", type=int, default=20_000,
+                   help="commits simulated for the predicted staleness (default 20000)")
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.set_defaults(func=_trace_inspect)
+
+
+def _seconds(x: float) -> str:
+    return f"{x * 1e3:.3g} ms" if x < 1 else f"{x:.4g} s"
+
+
+def _trace_inspect(args) -> int:
+    from .cluster import summarize_log
+
+    if args.commits < 1:
+        raise ConfigError(f"--commits must be >= 1, got {args.commits}")
+    s = summarize_log(_log_path(args.log), threshold=args.threshold, format=args.format,
+                      job=args.job,
+                      communication=not args.compute_only, commits=args.commits)
+    if args.json:
+        print(json.dumps(s))
+        return 0
+    print(f"{s['source']}: {s['workers']} workers, {s['rows']} steps "
+          f"(λ = {s['local_steps']} local steps per row); optional columns: "
+          f"{', '.join(s['columns']) or 'none'}")
+    what = "compute" if args.compute_only else "compute + communication"
+    print(f"step times ({what}) and the family fitted by AIC to each worker's normal steps:")
+    print(f"  {'worker':>6} {'steps':>6} {'mean':>9} {'p50':>9} {'p95':>9} {'p99':>9} "
+          f"{'max':>9}  fit (± bootstrap s.e.)")
+    for w in s["per_worker"]:
+        params = ", ".join(f"{k} = {v:.4g} ± {w['standard_errors'].get(k, float('nan')):.2g}"
+                           for k, v in w["parameters"].items())
+        print(f"  {w['worker']:>6} {w['steps']:>6} " + " ".join(
+            f"{_seconds(w[k]):>9}" for k in ("mean", "p50", "p95", "p99", "max"))
+            + f"  {w['family']}: {params}")
+    h = s["heterogeneity"]
+    print(f"heterogeneity: slowest / fastest mean {h['slowest_over_fastest']:.3g}, "
+          f"CV of the means {h['cv_of_means']:.3g}")
+    g = s["stragglers"]
+    if g is not None:
+        print(f"stragglers (> {g['threshold']:g}× the worker's median): {g['episodes']} "
+              f"episodes over {g['fraction']:.2%} of the steps, mean {g['mean_episode_steps']:.3g}"
+              f" steps, longest {g['longest_episode_steps']}; per worker "
+              f"{g['episodes_per_worker']}")
+        print(f"  Markov chain: P(enter) = {g['p_enter']:.4g} ± {g['p_enter_se']:.2g}, "
+              f"P(leave) = {g['p_leave']:.4g} ± {g['p_leave_se']:.2g}"
+              + (f"; a straggling step takes {g['slowdown']['mean']:.3g}× the median "
+                 f"({g['slowdown']['family']})" if g["slowdown"] else ""))
+    t = s["staleness"]
+    print(f"staleness (closed-loop identity: mean τ = n − 1 = {t['identity']}; distances to "
+          f"the {t['reference']} histogram):")
+    for name in ("measured", "replayed", "fitted", "exponential"):
+        if name in t:
+            e = t[name]
+            print(f"  {name:<12} mean τ {e['mean']:.4g} over {e['commits']} commits, "
+                  f"TV {e['total_variation']:.3g}, Wasserstein {e['wasserstein']:.3g}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.",
@@ -693,11 +810,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "rule, for one or several seeds; print a summary.",
                        formatter_class=_Help)
     _add_run_arguments(p)
+    _add_log_arguments(p)
     p.set_defaults(func=_run)
     p = sub.add_parser("sweep", help="replay a grid of hyperparameter values x seeds in one "
                        "compiled call and report the best point", formatter_class=_Help)
     _add_sweep_arguments(p)
     p.set_defaults(func=_sweep)
+    _add_trace_parser(sub)
     p = sub.add_parser("rules", help="list the update rules", formatter_class=_Help)
     p.set_defaults(func=_rules)
     p = sub.add_parser("demo", help="a demonstration run: summary + plot",

@@ -1,33 +1,81 @@
 """Cluster timing models and the SimPy simulator that turns them into a trace."""
 
+from ._fit import ENDS as ENDS
+from ._fit import EXTENDS as EXTENDS
+from ._fit import FAMILIES as FAMILIES
+from ._fit import DistributionFit as DistributionFit
+from ._fit import FittedTimes as FittedTimes
+from ._fit import ReplayedTimes as ReplayedTimes
+from ._fit import StragglerFit as StragglerFit
+from ._fit import fit_distribution as fit_distribution
+from ._fit import fit_log as fit_log
+from ._fit import fit_step_times as fit_step_times
+from ._fit import fit_stragglers as fit_stragglers
+from ._fit import from_log as from_log
+from ._logs import StepLog as StepLog
+from ._logs import example_log_path as example_log_path
+from ._logs import log_from_threads as log_from_threads
+from ._logs import measured_trace as measured_trace
+from ._logs import read_log as read_log
+from ._logs import write_log as write_log
 from ._orders import random_order_trace as random_order_trace
 from ._orders import round_robin_trace as round_robin_trace
 from ._orders import simulate_sync_with_warmup as simulate_sync_with_warmup
 from ._orders import trace_from_order as trace_from_order
+from ._predict import predict_staleness as predict_staleness
+from ._predict import staleness_distribution as staleness_distribution
+from ._predict import total_variation as total_variation
+from ._predict import wasserstein as wasserstein
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulate_sync as simulate_sync
+from ._summary import summarize_log as summarize_log
 from ._timing import DISTRIBUTIONS as DISTRIBUTIONS
 from ._timing import Cluster as Cluster
 from ._timing import ComputeTime as ComputeTime
 from ._timing import Link as Link
 from ._timing import Straggler as Straggler
+from ._timing import TimingModel as TimingModel
 from ._timing import heterogeneous as heterogeneous
 from ._trace import RoundTrace as RoundTrace
 from ._trace import Trace as Trace
 
 __all__ = [
-    "DISTRIBUTIONS",
     "Cluster",
     "ComputeTime",
+    "DISTRIBUTIONS",
+    "DistributionFit",
+    "ENDS",
+    "EXTENDS",
+    "FAMILIES",
+    "FittedTimes",
     "Link",
+    "ReplayedTimes",
     "RoundTrace",
+    "StepLog",
     "Straggler",
+    "StragglerFit",
+    "TimingModel",
     "Trace",
+    "example_log_path",
+    "fit_distribution",
+    "fit_log",
+    "fit_step_times",
+    "fit_stragglers",
+    "from_log",
     "heterogeneous",
+    "log_from_threads",
+    "measured_trace",
+    "predict_staleness",
     "random_order_trace",
+    "read_log",
     "round_robin_trace",
     "simulate_async",
     "simulate_sync",
     "simulate_sync_with_warmup",
+    "staleness_distribution",
+    "summarize_log",
+    "total_variation",
     "trace_from_order",
+    "wasserstein",
+    "write_log",
 ]

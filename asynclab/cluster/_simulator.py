@@ -61,8 +61,7 @@ class _ComputeStream:
     """
 
     __slots__ = (
-        "_rng",
-        "_compute",
+        "_draw",
         "_scale",
         "_local_steps",
         "_up",
@@ -78,9 +77,8 @@ class _ComputeStream:
         "_special",
     )
 
-    def __init__(self, rng, compute, scale, local_steps, up, down, stragglers):
-        self._rng = rng
-        self._compute = compute
+    def __init__(self, draw, scale, local_steps, up, down, stragglers):
+        self._draw = draw
         self._scale = scale
         self._local_steps = local_steps
         self._up = up
@@ -105,7 +103,7 @@ class _ComputeStream:
         self._offset += self._phases.shape[0]
         block = self._block
         self._block = min(2 * block, _MAX_BLOCK)
-        steps = self._compute.sample(self._rng, (block, self._local_steps))
+        steps = self._draw((block, self._local_steps))
         if self._scale != 1.0:
             steps *= self._scale
         self._steps = steps
@@ -120,11 +118,14 @@ class _ComputeStream:
             arrival); only used to place ``at_time`` stragglers.
 
         Returns:
-          A non-empty list of floats, one per exchange: ``down + phase + up``, without
-          ``down`` for the run's very first phase.
+          A list of floats, one per exchange: ``down + phase + up``, without ``down``
+          for the run's very first phase; empty when the worker's timing model has no
+          more steps (a log that ends), which ends the run.
         """
         if self._i == self._phases.shape[0]:
             self._refill()
+            if not self._phases.shape[0]:
+                return []
         up, down = self._up, self._down
         i = self._i
         stop = self._phases.shape[0]
@@ -204,6 +205,8 @@ class _GroupStream:
             if not ready.shape[0]:
                 pending[j] = np.array(self._members[j].next_block(start), dtype=np.float64)
         k = min(ready.shape[0] for ready in pending)
+        if not k:  # a member has no more steps
+            return []
         phases = pending[0][:k]
         for j, ready in enumerate(pending):
             if j:
@@ -242,8 +245,7 @@ def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True) -> l
     link = 0.0 if grouped else transfer  # a group's members do not use the link
     streams = [
         _ComputeStream(
-            children[k],
-            cluster.compute,
+            cluster.compute.stream(k, children[k]),
             scales[k],
             local_steps,
             link,
@@ -302,7 +304,7 @@ def _async_worker_direct(env, worker, next_block, down, log, limit, horizon, sto
     append_pulled = log.pulled_clock.append
     pulled = 0
     delays = next_block(0.0)
-    while True:
+    while delays:
         for delay in delays:
             yield timeout(delay)
             now = env.now
@@ -316,6 +318,8 @@ def _async_worker_direct(env, worker, next_block, down, log, limit, horizon, sto
             append_pulled(pulled)
             pulled = log.clock = clock + 1
         delays = next_block(now + down)
+    if not stop.triggered:  # the worker's timing model ran out of steps
+        stop.succeed()
 
 
 def _async_worker_queued(
@@ -334,7 +338,7 @@ def _async_worker_queued(
     append_pulled = log.pulled_clock.append
     pulled = 0
     delays = next_block(0.0)
-    while True:
+    while delays:
         for delay in delays:
             yield timeout(delay)
             req = request()
@@ -354,6 +358,8 @@ def _async_worker_queued(
             pulled = log.clock = clock + 1
             release(req)
         delays = next_block(now + down)
+    if not stop.triggered:  # the worker's timing model ran out of steps
+        stop.succeed()
 
 
 def simulate_async(
@@ -464,11 +470,11 @@ class _Round:
         self.result = env.event()
 
 
-def _sync_worker(env, next_block, down, server, server_time, workers, state):
+def _sync_worker(env, next_block, down, server, server_time, workers, state, stop):
     """A worker of a synchronous cluster: compute, commit, wait for the aggregate, pull."""
     timeout = env.timeout
     delays = next_block(0.0)
-    while True:
+    while delays:
         for delay in delays:
             yield timeout(delay)
             if server is not None:
@@ -482,6 +488,8 @@ def _sync_worker(env, next_block, down, server, server_time, workers, state):
                 current.all_in.succeed()
             yield current.result
         delays = next_block(env.now + down)
+    if not stop.triggered:  # the worker's timing model ran out of steps
+        stop.succeed()
 
 
 def _sync_server(env, down, log, limit, horizon, state, stop):
@@ -554,6 +562,7 @@ def simulate_sync(
                 cluster.server_time,
                 cluster.workers,
                 state,
+                stop,
             )
         )
     env.process(_sync_server(env, down, log, limit, horizon, state, stop))

@@ -131,6 +131,45 @@ class ComputeTime:
             return rng.lognormal(math.log(mean) - 0.5 * sigma * sigma, sigma, size)
         return rng.gamma(self.shape, mean / self.shape, size)
 
+    def stream(self, worker: int, rng: np.random.Generator):
+        """Worker ``worker``'s step times, as for :meth:`TimingModel.stream`."""
+        return lambda shape: self.sample(rng, shape)
+
+    def describe(self) -> dict:
+        """A JSON-able description (for a result's configuration)."""
+        return {"distribution": self.distribution, "mean": self.mean, "shape": self.shape}
+
+
+class TimingModel:
+    """A compute-time model that gives every worker its own stream of step times.
+
+    :class:`ComputeTime` draws every worker's steps from one distribution. A timing
+    model built from a real cluster (a replayed log, a fitted model with stragglers
+    that come and go) needs per-worker sequences with memory; it subclasses this and
+    goes into :attr:`Cluster.compute` in the same place, so the simulator's network,
+    parameter-server queue, stragglers and budget apply to it unchanged.
+
+    Attributes:
+      workers: the number of workers the model describes (``Cluster.workers`` must
+        match), or None for any number.
+    """
+
+    workers: int | None = None
+
+    def stream(self, worker: int, rng: np.random.Generator):
+        """Worker ``worker``'s step times: a function ``draw(shape) -> array``.
+
+        ``draw((rows, local_steps))`` returns the next ``rows`` compute phases of
+        ``local_steps`` steps each, in the worker's order, as a float64 array of shape
+        ``(m, local_steps)`` with ``m <= rows``; ``m = 0`` means the worker has no more
+        steps and the run ends. ``rng`` is the worker's own generator.
+        """
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """A JSON-able description (for a result's configuration)."""
+        return {"model": type(self).__name__}
+
 
 @dataclasses.dataclass(frozen=True)
 class Link:
@@ -215,7 +254,9 @@ class Cluster:
 
     Attributes:
       workers: number of workers, an integer >= 1.
-      compute: the compute time of one local step.
+      compute: the compute time of one local step: a :class:`ComputeTime` (one
+        distribution for every worker) or a :class:`TimingModel` (per-worker streams,
+        e.g. a replayed log).
       time_scale: per-worker multiplier of compute times (heterogeneity), one finite
         value > 0 per worker; ``None`` means all 1. See :func:`heterogeneous`.
       stragglers: scheduled stragglers (:class:`Straggler`), worker indices in range.
@@ -235,7 +276,7 @@ class Cluster:
     """
 
     workers: int
-    compute: ComputeTime = ComputeTime()
+    compute: ComputeTime | TimingModel = ComputeTime()
     time_scale: tuple[float, ...] | None = None
     stragglers: tuple[Straggler, ...] = ()
     network: Link = Link()
@@ -247,8 +288,16 @@ class Cluster:
     def __post_init__(self):
         n = _check_int("Cluster.workers", self.workers, minimum=1)
         object.__setattr__(self, "workers", n)
-        if not isinstance(self.compute, ComputeTime):
-            raise ConfigError(f"Cluster.compute must be a ComputeTime, got {self.compute!r}")
+        if not isinstance(self.compute, ComputeTime | TimingModel):
+            raise ConfigError(
+                f"Cluster.compute must be a ComputeTime or a TimingModel, got {self.compute!r}"
+            )
+        modelled = getattr(self.compute, "workers", None)
+        if isinstance(self.compute, TimingModel) and modelled is not None and modelled != n:
+            raise ConfigError(
+                f"Cluster.workers ({n}) must match the {modelled} workers of its compute "
+                f"model {type(self.compute).__name__}"
+            )
         if not isinstance(self.network, Link):
             raise ConfigError(f"Cluster.network must be a Link, got {self.network!r}")
         if self.time_scale is not None:
