@@ -314,6 +314,12 @@ def _check_run(args) -> None:
     if backend == "threads":
         refused += [(f, "the simulated schedules (threads measure real compute times)")
                     for f in _given(args, _TIMING)]
+    log = "--trace-log" if args.trace_log else "--fit-log" if args.fit_log else None
+    if log is not None:
+        refused += [(f, f"the distributions asynclab draws (the log's times replace them, "
+                     f"so not with {log})") for f in _given(args, _TIMING)]
+    elif args.log_end != "stop":
+        refused += [("--log-end", "--trace-log")]
     if refused:
         flag, where = refused[0]
         if flag == "--seeds":

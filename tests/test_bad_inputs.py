@@ -33,6 +33,15 @@ from asynclab.cli import main
 # (arguments, words the error names); every row exits 2 with "asynclab: error: ..."
 
 CLI = [
+    # step-time logs
+    ("run --trace-log example --compute gamma", "--compute", "--trace-log"),
+    ("run --fit-log example --compute-mean 2", "--compute-mean", "--fit-log"),
+    ("run --log-end wrap", "--log-end", "--trace-log"),
+    ("run --trace-log example --fit-log example", "--fit-log"),
+    ("run --trace-log example --workers 7", "--trace-log", "--fit-log"),
+    ("run --trace-log /nonexistent/log.csv", "log.csv"),
+    ("run --backend threads --trace-log example", "--trace-log"),
+    ("trace inspect /nonexistent/log.csv", "log.csv"),
     # numbers and counts
     ("run --workers 0", "--workers"),
     ("run --workers -3", "--workers"),
