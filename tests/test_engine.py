@@ -1,4 +1,4 @@
-"""The replay engine against independent numpy oracles and the identities of ALGORITHMS.md."""
+"""The replay engine against independent numpy oracles and the identities of docs/rules.md."""
 
 import jax.numpy as jnp
 import numpy as np
