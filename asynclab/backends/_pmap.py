@@ -48,6 +48,7 @@ from ..engine._core import (
     check_init,
     check_rule,
     check_traces,
+    event_arrays,
     guard,
     initial_state,
     recorded_loss,
@@ -521,7 +522,7 @@ def run_pmap(
     worker_tail = (n, problem.dim) if rule.synchronous else (problem.dim,)
     loss, center_path, worker_path = records.arrays(first_loss, first_center, worker_tail,
                                                     events_done)
-    time_, worker, staleness = _event_arrays(trace, rule.synchronous)
+    time_, worker, staleness = event_arrays([trace], rule.synchronous)
     result = Result(
         config={**dict(config or {}),
                 **run_config(rule, problem, workers=n, seeds=[seed], noise=noise, init=init,
@@ -540,15 +541,6 @@ def run_pmap(
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments),
                       segments=n_segments)
-
-
-def _event_arrays(trace, synchronous: bool):
-    time_ = np.asarray(trace.time, np.float64)[None]
-    if synchronous:
-        return (time_, np.full_like(time_, -1, dtype=np.int32),
-                np.zeros_like(time_, dtype=np.int32))
-    return (time_, np.asarray(trace.worker, np.int32)[None],
-            np.asarray(trace.staleness, np.int32)[None])
 
 
 class _Records:
