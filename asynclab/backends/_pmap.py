@@ -75,13 +75,15 @@ class BackendRun(NamedTuple):
         (synchronous). The host waits every ``sync_every`` calls; the calls between two
         waits share the measured time equally (``sync_every=1`` times each call alone).
         Segments before a resumed checkpoint carry the times of the run that wrote it.
-      segments: number of device calls the trace was cut into (rounds for synchronous
-        rules).
     """
 
     result: Result
     wall_time: np.ndarray
-    segments: int
+
+    @property
+    def segments(self) -> int:
+        """Number of device calls the trace was cut into (rounds for synchronous rules)."""
+        return int(self.wall_time.shape[0])
 
 
 # ----------------------------------------------------------------------------- traces
@@ -539,8 +541,7 @@ def run_pmap(
         center_path=center_path,
         worker_path=worker_path,
     )
-    return BackendRun(result=result, wall_time=records.wall_time(n_segments),
-                      segments=n_segments)
+    return BackendRun(result=result, wall_time=records.wall_time(n_segments))
 
 
 class _Records:
