@@ -54,7 +54,7 @@ class Problem(NamedTuple):
 
     def success(self, params) -> np.ndarray:
         """Whether ``params`` (``(..., dim)``) lie within ``success_radius`` of the minimum."""
-        params = np.asarray(params)
+        params = np.asarray(params, np.float64)  # a diverged centre overflows float32
         return np.linalg.norm(params - self.global_minimum, axis=-1) < self.success_radius
 
     def initial_params(self, key: Array | None = None, n: int | None = None) -> Array:
@@ -90,6 +90,20 @@ def analytic(name, f, *, start, box, domain, minima, success_radius=0.1) -> Prob
     )
 
 
+def check_noise(noise) -> float:
+    """``noise`` (the variance σ²) as a finite float >= 0, or a ConfigError."""
+    what = "noise (the gradient-noise variance σ²)"
+    if isinstance(noise, bool):
+        raise ConfigError(f"{what} must be a number, got {noise}")
+    try:
+        noise = float(noise)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} must be a number, got {noise!r}") from None
+    if not np.isfinite(noise) or noise < 0:
+        raise ConfigError(f"{what} must be a finite number >= 0, got {noise}")
+    return noise
+
+
 def stochastic_gradient(problem: Problem, noise: float = 0.0):
     """The gradient oracle a worker calls: ``gradient(params, key, worker, step)``.
 
@@ -104,9 +118,7 @@ def stochastic_gradient(problem: Problem, noise: float = 0.0):
       (``(params, worker, step) -> ∇ℓ``) and ``noise_std`` (σ) let local work draw the
       noise of several steps at once (:func:`asynclab.rules.local_work`).
     """
-    noise = float(noise)
-    if not np.isfinite(noise) or noise < 0:
-        raise ConfigError(f"noise (the gradient-noise variance σ²) must be >= 0, got {noise}")
+    noise = check_noise(noise)
     grad = jax.grad(problem.batch_loss)
     std = float(np.sqrt(noise))
 
