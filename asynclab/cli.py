@@ -384,6 +384,23 @@ def _problem_options(args) -> dict:
     return options
 
 
+def _simulation_options(args) -> dict:
+    """The keyword arguments `run` and `sweep` share, from the model flags, with the CLI's
+    defaults: 4 workers (1 for sequential_sgd) and 1,000 commits."""
+    workers = args.workers if args.workers is not None else (
+        1 if args.rule == "sequential_sgd" else 4)
+    if args.commits is None and args.horizon is None:
+        args.commits = 1000
+    return dict(
+        workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,
+        seeds=_seeds(args), learning_rate=args.learning_rate, local_steps=args.local_steps,
+        noise=args.noise, init=args.init, trace_per_seed=args.trace_per_seed,
+        record_every=args.record_every, progress=False if args.json else None,
+        problem_options=_problem_options(args), start=_start(args.start),
+        **_params(args.param),
+    )
+
+
 def _run(args) -> int:
     _check_run(args)
     if args.backend == "threads" and (args.trace_log or args.fit_log):
@@ -394,23 +411,12 @@ def _run(args) -> int:
     from .engine import run
     from .problems import get_problem
 
-    options = _problem_options(args)
-    workers = args.workers if args.workers is not None else (
-        1 if args.rule == "sequential_sgd" else 4)
-    if args.commits is None and args.horizon is None:
-        args.commits = 1000
-    compute = _compute(args)
-    problem = get_problem(args.problem, **options)
+    problem = get_problem(args.problem, **_problem_options(args))
+    options = _simulation_options(args)
     cluster = _log_cluster(args)
-    result = run(
-        args.problem, args.rule, workers=None if cluster else workers, cluster=cluster,
-        compute=compute,
-        commits=args.commits, horizon=args.horizon, seeds=_seeds(args),
-        learning_rate=args.learning_rate, local_steps=args.local_steps, noise=args.noise,
-        init=args.init, trace_per_seed=args.trace_per_seed, record_every=args.record_every,
-        progress=False if args.json else None, problem_options=options,
-        start=_start(args.start), **_params(args.param),
-    )
+    if cluster is not None:  # the log's cluster decides the workers and their times
+        options.update(workers=None, cluster=cluster)
+    result = run(args.problem, args.rule, **options)
     _report(args, result, problem)
     return 0
 
@@ -587,22 +593,10 @@ def _sweep(args) -> int:
     _check_model(args)
     if args.save is not None:
         _validate.output_path(args.save, "--save", suffixes=(".npz",))
-    options = _problem_options(args)
-    workers = args.workers if args.workers is not None else (
-        1 if args.rule == "sequential_sgd" else 4)
-    if args.commits is None and args.horizon is None:
-        args.commits = 1000
-    compute = _compute(args)
-    problem = get_problem(args.problem, **options)
+    problem = get_problem(args.problem, **_problem_options(args))
     grid = _grid_option(args.grid)
-    result = sweep(
-        args.problem, args.rule, grid=grid, workers=workers, compute=compute,
-        commits=args.commits, horizon=args.horizon, seeds=_seeds(args),
-        learning_rate=args.learning_rate, local_steps=args.local_steps, noise=args.noise,
-        init=args.init, trace_per_seed=args.trace_per_seed, record_every=args.record_every,
-        progress=False if args.json else None, problem_options=options,
-        start=_start(args.start), batch_size=args.batch_size, **_params(args.param),
-    )
+    result = sweep(args.problem, args.rule, grid=grid, batch_size=args.batch_size,
+                   **_simulation_options(args))
     if args.save:
         result.save(args.save)
     values = scores(result, args.score, target=args.target, problem=problem)

@@ -11,7 +11,7 @@ Synchronous SGD (η = 0.01, Gaussian gradient noise σ² = 1) on
             device, the gradient plus noise drawn from the worker's key folded with the
             step, ``pmean`` of the SGD-stepped parameters, parameters replicated
             (``in_axes=None``/``out_axes=None``); the host waits every 16 rounds
-            (simulated CPU devices deadlock otherwise, DESIGN.md).
+            (simulated CPU devices deadlock otherwise).
 (asynclab)  ``run_pmap(synchronous_sgd, ...)`` on a ``RoundTrace`` of the same length,
             end to end (initial state, placing, dispatch, records, result), with the
             loss recorded only at the end (``record_every=rounds``) and, in a second

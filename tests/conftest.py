@@ -1,6 +1,6 @@
 """Strict settings for the whole suite, set before JAX is imported by any test.
 
-Multi-device tests set their own device count in a subprocess (see DESIGN.md: simulated
+Multi-device tests set their own device count in a subprocess (simulated
 CPU devices can deadlock, which would abort the whole run), so nothing here asks for
 several devices.
 """

@@ -1,8 +1,9 @@
 """The pmap backend: the replay's numbers on real (simulated CPU) devices.
 
 Multi-device runs happen in subprocesses with a timeout (simulated CPU devices can
-deadlock, DESIGN.md), each looping over many cases and printing one JSON report, so the
-file costs a handful of process starts. This process itself has one CPU device.
+deadlock when the host does not wait for them regularly), each looping over many cases
+and printing one JSON report, so the file costs a handful of process starts.
+This process itself has one CPU device.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tests of the cluster timing models and the SimPy simulator.
 
 Statistical checks state their tolerance next to the theory or sample size that
-justifies it. Facts used (ALGORITHMS.md, "Facts about staleness"): in a closed loop of n
+justifies it. Facts used: in a closed loop of n
 always-busy workers that pull right after committing, the mean staleness is n - 1 up to
 a boundary term; with exponential compute times the committing worker is uniform and
 independent of the past, so staleness is Geometric(1/n) on {0, 1, ...}.

@@ -1,4 +1,4 @@
-"""The replay engine against independent numpy oracles and the identities of ALGORITHMS.md."""
+"""The replay engine against independent numpy oracles and the identities of docs/rules.md."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -15,7 +15,6 @@ from asynclab.rules import downpour, model_averaging, sequential_sgd, synchronou
 def round_robin_trace(n_workers, n_events, local_steps=1):
     """Equal constant compute times: workers commit in turn, τ = n − 1 after warm-up."""
     t = np.arange(n_events)
-    pulled = np.maximum(t - (n_workers - 1), 0) * (t >= n_workers) + 0
     pulled = np.where(t < n_workers, 0, t - n_workers + 1).astype(np.int32)
     return Trace(time=(t + 1.0) / n_workers, worker=(t % n_workers).astype(np.int32),
                  pulled_clock=pulled, staleness=(t - pulled).astype(np.int32),

@@ -1,4 +1,4 @@
-"""Every exchange against a few-line numpy transcription of its formula (ALGORITHMS.md)."""
+"""Every exchange against a few-line numpy transcription of its formula (docs/rules.md)."""
 
 import jax
 import jax.numpy as jnp

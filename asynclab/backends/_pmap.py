@@ -50,6 +50,7 @@ from ..engine._core import (
     check_init,
     check_rule,
     check_traces,
+    event_arrays,
     guard,
     initial_state,
     recorded_loss,
@@ -76,13 +77,15 @@ class BackendRun(NamedTuple):
         (synchronous). The host waits every ``sync_every`` calls; the calls between two
         waits share the measured time equally (``sync_every=1`` times each call alone).
         Segments before a resumed checkpoint carry the times of the run that wrote it.
-      segments: number of device calls the trace was cut into (rounds for synchronous
-        rules).
     """
 
     result: Result
     wall_time: np.ndarray
-    segments: int
+
+    @property
+    def segments(self) -> int:
+        """Number of device calls the trace was cut into (rounds for synchronous rules)."""
+        return int(self.wall_time.shape[0])
 
 
 # ----------------------------------------------------------------------------- traces
@@ -537,7 +540,7 @@ def run_pmap(
     worker_tail = (n, problem.dim) if rule.synchronous else (problem.dim,)
     loss, center_path, worker_path = records.arrays(first_loss, first_center, worker_tail,
                                                     events_done)
-    time_, worker, staleness = _event_arrays(trace, rule.synchronous)
+    time_, worker, staleness = event_arrays([trace], rule.synchronous)
     result = Result(
         config={**dict(config or {}),
                 **run_config(rule, problem, workers=n, seeds=[seed], noise=noise, init=init,
@@ -554,17 +557,7 @@ def run_pmap(
         center_path=center_path,
         worker_path=worker_path,
     )
-    return BackendRun(result=result, wall_time=records.wall_time(n_segments),
-                      segments=n_segments)
-
-
-def _event_arrays(trace, synchronous: bool):
-    time_ = np.asarray(trace.time, np.float64)[None]
-    if synchronous:
-        return (time_, np.full_like(time_, -1, dtype=np.int32),
-                np.zeros_like(time_, dtype=np.int32))
-    return (time_, np.asarray(trace.worker, np.int32)[None],
-            np.asarray(trace.staleness, np.int32)[None])
+    return BackendRun(result=result, wall_time=records.wall_time(n_segments))
 
 
 class _Records:

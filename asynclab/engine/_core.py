@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _random
 from .._errors import ConfigError
@@ -118,6 +119,29 @@ def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: 
     server = rule.init_server(center)
     workers = jax.vmap(rule.init_worker, in_axes=(0, None))(starts, server)
     return server, workers
+
+
+# ----------------------------------------------------------------------------- traces
+
+
+def event_arrays(traces: Sequence[Trace | RoundTrace], synchronous: bool):
+    """``(time, worker, staleness)``, each ``(Tr, T)``, from checked traces of possibly
+    different lengths, padded to the longest: padding repeats the last time and has
+    staleness -1; a synchronous event has worker -1 (every worker) and staleness 0."""
+    length = max(t.n_events for t in traces)
+    time = np.zeros((len(traces), length))
+    worker = np.full((len(traces), length), -1, np.int32)
+    staleness = np.full((len(traces), length), -1, np.int32)
+    for i, t in enumerate(traces):
+        m = t.n_events
+        time[i, :m] = t.time
+        time[i, m:] = t.time[-1] if m else 0.0
+        if not synchronous:
+            worker[i, :m] = t.worker
+            staleness[i, :m] = t.staleness
+        else:
+            staleness[i, :m] = 0
+    return time, worker, staleness
 
 
 # ----------------------------------------------------------------------------- checks

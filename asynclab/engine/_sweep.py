@@ -19,6 +19,8 @@ from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime
 from ..problems import Problem
 from ..rules import RULES, Rule
+from ._core import run_config
+from ._metrics import first_reached
 from ._replay import _check_seeds, _plan, _replay_batch, _Replayed, _result, structure_key
 from ._result import Result
 from ._run import _prepare
@@ -230,9 +232,8 @@ def replay_grid(
         return whole.reshape(shape + (n_seeds,) + whole.shape[1:])
 
     out = _Replayed(*(joined(f) for f in _Replayed._fields))
-    config = dict(config or {"rule": rule.name, "synchronous": rule.synchronous,
-                             "hyperparameters": dict(rule.hyperparameters),
-                             "problem": problem.name, "noise": float(noise), "init": init})
+    config = dict(config or run_config(rule, problem, workers=plan.n_workers, seeds=seeds,
+                                       noise=noise, init=init))
     config["hyperparameters"] = {k: v for k, v in config.get("hyperparameters", {}).items()
                                  if k not in grid}
     config["grid"] = [[name, [float(x) for x in v]] for name, v in grid.items()]
@@ -275,10 +276,9 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
     if score == "commits_to_target":
         if target is None:
             raise ConfigError("score commits_to_target needs a target loss")
-        reached = np.nan_to_num(result.loss, nan=np.inf) <= target
-        first = np.argmax(reached, axis=-1)
-        events = np.where(reached.any(axis=-1), result.record_events[first], np.inf)
-        return np.median(events, axis=-1)
+        events = first_reached(result.loss, target, result.record_events,
+                               higher_is_better=False)
+        return np.median(np.asarray(events, np.float64), axis=-1)
     if target is not None:
         return (final <= target).mean(axis=-1)
     if problem is None:
