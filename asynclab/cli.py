@@ -91,10 +91,15 @@ def summary(result, problem) -> dict:
         "simulated_time": [float(t) for t in result.simulated_time],
         "diverged": result.diverged.tolist(),
         "diverged_at": [int(t) if t >= 0 else None for t in result.diverged_at],
-        "success": problem.success(result.final_params).tolist(),
     }
-    if problem.dim <= 10:
-        out["final_params"] = result.final_params.tolist()
+    if problem.is_surface:
+        out["success"] = problem.success(result.final_params).tolist()
+    if problem.flat and problem.dim <= 10:
+        out["final_params"] = np.asarray(result.final_params).tolist()
+    if result.metrics:
+        out["final_accuracy"] = _finite_list(result.final_accuracy)
+        out["final_validation_loss"] = _finite_list(result.final_validation_loss)
+        out["model"] = dict(problem.info or {})
     if single:
         for key in ("final_loss", "simulated_time", "diverged", "diverged_at", "success",
                     "final_params"):
@@ -124,9 +129,18 @@ def _print_summary(result, problem, out=None) -> None:
           + (" …" if losses.size > 8 else ""), file=out)
     if "final_params" in s and result.n_seeds == 1:
         print(f"  final centre: {np.round(s['final_params'], 4).tolist()}", file=out)
-    success = np.atleast_1d(s["success"])
-    print(f"  within {problem.success_radius} of the global minimum: "
-          f"{int(success.sum())}/{success.size}", file=out)
+    if "success" in s:
+        success = np.atleast_1d(s["success"])
+        print(f"  within {problem.success_radius} of the global minimum: "
+              f"{int(success.sum())}/{success.size}", file=out)
+    if "final_accuracy" in s:
+        accuracy = np.asarray(s["final_accuracy"], dtype=float)
+        info = s["model"]
+        print(f"  {info.get('dataset')}, {info.get('model')} ({info.get('parameters')} "
+              f"parameters), batch {info.get('batch_size')}, shards {info.get('shards')}",
+              file=out)
+        print("  final validation accuracy: " + ", ".join(f"{v:.4f}" for v in accuracy[:8])
+              + (" …" if accuracy.size > 8 else ""), file=out)
     diverged = np.atleast_1d(s["diverged"])
     if diverged.any():
         at = [t for t in np.atleast_1d(s["diverged_at"]) if t is not None]
@@ -140,6 +154,13 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--problem", default="beale", help="problem name (default: beale)")
     p.add_argument("--dim", type=int, default=None, help="dimension (quadratic, regression)")
     p.add_argument("--condition", type=float, default=None, help="quadratic condition number")
+    p.add_argument("--model", default=None,
+                   help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16 "
+                        "(default: the data set's own)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="digits/mnist/collider: examples per local step (default 32)")
+    p.add_argument("--shards", default=None,
+                   help="digits/mnist/collider: iid, class or dirichlet:ALPHA (default iid)")
     p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
     p.add_argument("--workers", type=int, default=None, help="number of workers n")
     p.add_argument("--local-steps", type=int, default=None,
@@ -180,11 +201,29 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _problem_options(args) -> dict:
+    from .problems import DATA_PROBLEMS
+
     options = {}
+    data = args.problem in DATA_PROBLEMS
     if args.dim is not None:
+        if data:
+            raise ConfigError(f"--dim: {args.problem} is a data set; its dimension is the "
+                              "model's (choose the model with --model)")
         options["dim"] = args.dim
     if args.condition is not None:
         options["condition"] = args.condition
+    for field in ("model", "batch_size", "shards"):
+        value = getattr(args, field, None) if hasattr(args, "shards") else None
+        if value is None:
+            continue
+        flag = "--" + field.replace("_", "-")
+        if not data:
+            raise ConfigError(f"{flag} applies to the data problems "
+                              f"({', '.join(DATA_PROBLEMS)}), not to {args.problem!r}")
+        options[field] = value
+    if data and getattr(args, "start", None) is not None:
+        raise ConfigError(f"--start: {args.problem} has a net's parameters; its start is "
+                          "the model's seeded initialisation")
     return options
 
 
@@ -193,7 +232,7 @@ def _run(args) -> int:
         return _run_on_devices(args)
     from .cluster import ComputeTime
     from .engine import run
-    from .problems import get_problem
+    from .problems import DATA_PROBLEMS, get_problem
 
     options = _problem_options(args)
     workers = args.workers if args.workers is not None else (
@@ -201,6 +240,8 @@ def _run(args) -> int:
     if args.commits is None and args.horizon is None:
         args.commits = 1000
     compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
+    if args.problem in DATA_PROBLEMS:
+        options["workers"] = workers  # one shard per worker
     problem = get_problem(args.problem, **options)
     result = run(
         args.problem, args.rule, workers=workers, compute=compute,
@@ -255,7 +296,7 @@ def _run_on_devices(args) -> int:
     import jax
 
     from .engine import Result, build_rule, schedule
-    from .problems import get_problem
+    from .problems import DATA_PROBLEMS, get_problem
 
     available = len(jax.devices())
     if n > available:
@@ -269,6 +310,8 @@ def _run_on_devices(args) -> int:
     if args.seeds is not None:
         raise ConfigError(f"--backend {args.backend} runs one seed (--seed)")
     options = _problem_options(args)
+    if args.problem in DATA_PROBLEMS:
+        options["workers"] = n  # one shard per worker
     problem = get_problem(args.problem, **options)
     if args.start is not None:
         from .engine._run import with_start
