@@ -11,9 +11,11 @@ import sys
 import traceback
 
 N = int(sys.argv[1])
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                           + f" --xla_force_host_platform_device_count={N}")
 os.environ.setdefault("TQDM_DISABLE", "1")
+
+from asynclab.backends import simulate_cpu_devices  # noqa: E402
+
+simulate_cpu_devices(N)  # CPU devices even where a GPU is installed
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
