@@ -22,7 +22,7 @@ import numpy as np
 
 import asynclab
 from asynclab.engine import replay, schedule
-from asynclab.engine._replay import seed_keys
+from asynclab.engine._core import seed_keys
 from asynclab.problems import get_problem
 from asynclab.problems._datasets import load_dataset
 from asynclab.problems._models import mlp, model_loss

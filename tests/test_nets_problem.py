@@ -10,7 +10,7 @@ import pytest
 import asynclab
 from asynclab.cli import main
 from asynclab.engine import Result
-from asynclab.engine._replay import seed_keys
+from asynclab.engine._core import seed_keys
 from asynclab.problems import get_problem
 from asynclab.problems._datasets import load_dataset
 from asynclab.problems._shards import batch_indices, make_shards
