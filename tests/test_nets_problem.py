@@ -151,3 +151,15 @@ def test_missing_extra_is_named_on_the_command_line(monkeypatch, capsys):
     finally:
         _datasets._raw.cache_clear()
     assert 'pip install "asynclab[nets]"' in capsys.readouterr().err
+
+
+def test_a_sweep_point_of_a_net_is_the_run_with_that_value():
+    options = {"model": "mlp:16", "batch_size": 8}
+    swept = asynclab.sweep("digits", "agn", grid={"learning_rate": [0.02, 0.05]}, workers=2,
+                           commits=12, local_steps=2, seeds=[0, 1], problem_options=options)
+    one = asynclab.run("digits", "agn", workers=2, commits=12, local_steps=2,
+                       learning_rate=0.05, seeds=[0, 1], problem_options=options)
+    assert swept.final_params["layer0"]["w"].shape == (2, 2, 64, 16)
+    np.testing.assert_array_equal(swept.final_params["layer0"]["w"][1],
+                                  one.final_params["layer0"]["w"])
+    np.testing.assert_array_equal(swept.metrics["accuracy"][1], one.metrics["accuracy"])
