@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from . import _validate
 from ._errors import ConfigError
 
 
@@ -46,19 +47,33 @@ def _params(pairs) -> dict:
 
 def _seeds(args) -> list[int]:
     if args.seeds is None:
-        return [args.seed]
+        return [_validate.seed(0 if args.seed is None else args.seed, "--seed")]
+    if args.seed is not None:
+        raise ConfigError("give either --seed or --seeds, not both")
     text = args.seeds.strip()
     try:
         if ":" in text:
             start, stop = (int(x) for x in text.split(":"))
-            seeds = list(range(start, stop))
+            seeds = None
         else:
             seeds = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--seeds takes START:STOP or a comma list, got {text!r}") from None
+    if seeds is None:
+        if stop <= start:
+            raise ConfigError(f"--seeds {text!r} gives no seed")
+        if stop - start > _MAX_SEEDS:
+            raise ConfigError(f"--seeds {text!r} asks for {stop - start} seeds; at most "
+                              f"{_MAX_SEEDS} in one run")
+        _validate.seed(start, "--seeds START")
+        _validate.seed(stop - 1, "--seeds STOP - 1")
+        seeds = list(range(start, stop))
     if not seeds:
         raise ConfigError(f"--seeds {text!r} gives no seed")
-    return seeds
+    return _validate.seeds(seeds, "--seeds")
+
+
+_MAX_SEEDS = 10**7
 
 
 def _start(text):
@@ -150,54 +165,229 @@ def _print_summary(result, problem, out=None) -> None:
         print("  diverged: no", file=out)
 
 
+def _count(minimum: int):
+    """An argparse type: an integer >= minimum."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, "
+                                             f"got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _finite(text: str) -> float:
+    """An argparse type: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows ``(default: X)`` after every option that has a default other than None."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or (
+                action.default is argparse.SUPPRESS):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the lab's one error format: ``asynclab: error: ...``, exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"asynclab: error: {message}\n(see `{self.prog} --help`)\n")
+
+
+def _problems_with(option: str) -> list[str]:
+    import inspect
+
+    from .problems import PROBLEMS
+
+    return [name for name, factory in PROBLEMS.items()
+            if option in inspect.signature(factory).parameters]
+
+
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """Problem, rule, cluster, budget, seeds and start: what `run` and `sweep` share."""
+    from .cluster import DISTRIBUTIONS
+    from .engine import INITS
+    from .problems import PROBLEMS
+
+    p.add_argument("--problem", default="beale",
+                   help=f"problem: {', '.join(PROBLEMS)}")
+    p.add_argument("--dim", type=_count(1), default=None,
+                   help=f"dimension ({', '.join(_problems_with('dim'))}; default: the "
+                   "problem's)")
+    p.add_argument("--condition", type=_positive, default=None,
+                   help=f"condition number ({', '.join(_problems_with('condition'))}; "
+                   "default: the problem's)")
+    p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
+    p.add_argument("--workers", type=_count(1), default=None,
+                   help="number of workers n (default: 4; 1 for sequential_sgd; the device "
+                   "count with --backend pmap/threads)")
+    p.add_argument("--local-steps", type=_count(1), default=None,
+                   help="λ, local steps per exchange (default: the rule's)")
+    p.add_argument("--learning-rate", type=_positive, default=1e-3, help="η")
+    p.add_argument("--noise", type=_finite, default=0.0,
+                   help="σ², variance of the additive Gaussian gradient noise")
+    p.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
+                   help=f"compute time per local step: {', '.join(DISTRIBUTIONS)} "
+                   "(default: exponential)")
+    p.add_argument("--compute-mean", type=_positive, default=None,
+                   help="mean seconds per local step (default: 1.0)")
+    p.add_argument("--compute-shape", type=_positive, default=None,
+                   help="lognormal σ or gamma shape k (default: 1.0)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--commits", type=_count(1), default=None,
+                        help="budget in commits, rounds for synchronous rules (default: 1000)")
+    budget.add_argument("--horizon", type=_positive, default=None,
+                        help="budget in simulated seconds (simulator only)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="the seed, an integer in [0, 2**32) (default: 0)")
+    p.add_argument("--seeds", default=None,
+                   help="several seeds, START:STOP or a,b,c (simulator only); every seed "
+                   "replays the schedule simulated with the first seed (the same commit "
+                   "order and staleness) with its own gradient noise and random start, "
+                   "unless --trace-per-seed")
+    p.add_argument("--trace-per-seed", action="store_true",
+                   help="simulate a separate schedule for every seed (simulator only)")
+    p.add_argument("--init", default="start", choices=INITS,
+                   help="start: the problem's fixed start (or --start); random: uniform in "
+                   "its box, drawn per seed; random_per_worker: synchronous rules only")
+    p.add_argument("--start", default=None,
+                   help="fixed start point, e.g. 1.0,1.75 (with --init start; default: the "
+                   "problem's)")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a rule hyperparameter, e.g. --param gamma=1e-4 (repeatable; see "
+                   "`asynclab rules`)")
+    p.add_argument("--record-every", type=_count(1), default=None,
+                   help="record the central loss every K events (default: about 1,000 "
+                   "records; every event with --backend pmap)")
+
+
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--problem", default="beale", help="problem name (default: beale)")
-    p.add_argument("--dim", type=int, default=None, help="dimension (quadratic, regression)")
-    p.add_argument("--condition", type=float, default=None, help="quadratic condition number")
+    _add_model_arguments(p)
     p.add_argument("--model", default=None,
                    help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16 "
                         "(default: the data set's own)")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--batch-size", type=_count(1), default=None,
                    help="digits/mnist/collider: examples per local step (default 32)")
     p.add_argument("--shards", default=None,
                    help="digits/mnist/collider: iid, class or dirichlet:ALPHA (default iid)")
-    p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
-    p.add_argument("--workers", type=int, default=None, help="number of workers n")
-    p.add_argument("--local-steps", type=int, default=None,
-                   help="λ, local steps per exchange (default: the rule's)")
-    p.add_argument("--learning-rate", type=float, default=1e-3, help="η (default 1e-3)")
-    p.add_argument("--noise", type=float, default=0.0, help="σ², gradient-noise variance")
-    p.add_argument("--compute", default="exponential",
-                   help="compute-time distribution: constant, exponential, lognormal, gamma")
-    p.add_argument("--compute-mean", type=float, default=1.0, help="mean seconds per step")
-    p.add_argument("--compute-shape", type=float, default=1.0,
-                   help="lognormal σ or gamma shape k")
-    budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--commits", type=int, default=None,
-                        help="budget in commits (rounds for synchronous rules)")
-    budget.add_argument("--horizon", type=float, default=None, help="budget in simulated s")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    p.add_argument("--seeds", default=None, help="several seeds: START:STOP or a,b,c")
-    p.add_argument("--trace-per-seed", action="store_true",
-                   help="simulate a separate schedule for every seed")
-    p.add_argument("--init", default="start", help="start, random or random_per_worker")
-    p.add_argument("--start", default=None, help="fixed start point, e.g. 1.0,1.75")
-    p.add_argument("--param", action="append", metavar="NAME=VALUE",
-                   help="a rule hyperparameter, e.g. --param gamma=1e-4 (repeatable)")
-    p.add_argument("--record-every", type=int, default=None, help="loss record interval")
     p.add_argument("--backend", default="sim", choices=("sim", "pmap", "threads"),
-                   help="sim: simulated cluster (default); pmap: one worker per device, "
+                   help="sim: simulated cluster; pmap: one worker per device, "
                    "replaying the simulated schedule; threads: free-running workers")
-    p.add_argument("--devices", type=int, default=None, help="devices for pmap/threads")
+    p.add_argument("--devices", type=_count(1), default=None,
+                   help="devices for --backend pmap/threads (default: --workers)")
     p.add_argument("--simulate-devices", action="store_true",
                    help="run on --devices simulated CPU devices, even where a GPU is installed")
     p.add_argument("--checkpoint", default=None, help="pmap: checkpoint file")
-    p.add_argument("--checkpoint-every", type=int, default=None,
-                   help="pmap: checkpoint every K segments/rounds")
+    p.add_argument("--checkpoint-every", type=_count(1), default=None,
+                   help="pmap: checkpoint every K segments/rounds (default: at the end only)")
     p.add_argument("--resume", action="store_true", help="pmap: continue from --checkpoint")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--save", default=None, help="save the result (.npz) here")
-    p.add_argument("--plot", default=None, help="write a PNG of the run here")
+    p.add_argument("--save", default=None, help="save the result here (a .npz file)")
+    p.add_argument("--plot", default=None,
+                   help="draw the run into this file (.png, .pdf, .svg, ...)")
+
+
+_DEVICE_ONLY = {"devices": "--devices", "simulate_devices": "--simulate-devices"}
+_PMAP_ONLY = {"checkpoint": "--checkpoint", "checkpoint_every": "--checkpoint-every",
+              "resume": "--resume"}
+_SIM_ONLY = {"seeds": "--seeds", "trace_per_seed": "--trace-per-seed", "horizon": "--horizon"}
+_TIMING = {"compute": "--compute", "compute_mean": "--compute-mean",
+           "compute_shape": "--compute-shape"}
+
+
+def _given(args, flags: dict) -> list[str]:
+    return [flag for name, flag in flags.items() if getattr(args, name) not in (None, False)]
+
+
+def _check_run(args) -> None:
+    """Refuse flags that this configuration would ignore, and unwritable outputs, before
+    anything is computed."""
+    backend = args.backend
+    refused = []
+    if backend == "sim":
+        refused += [(f, "--backend pmap or threads") for f in _given(args, _DEVICE_ONLY)]
+    if backend != "pmap":
+        refused += [(f, "--backend pmap") for f in _given(args, _PMAP_ONLY)]
+    if backend != "sim":
+        refused += [(f, "the simulator (--backend sim)") for f in _given(args, _SIM_ONLY)]
+    if backend == "threads":
+        refused += [(f, "the simulated schedules (threads measure real compute times)")
+                    for f in _given(args, _TIMING)]
+    if refused:
+        flag, where = refused[0]
+        if flag == "--seeds":
+            raise ConfigError(f"--backend {backend} runs one seed (--seed); --seeds applies "
+                              "only to the simulator (--backend sim)")
+        raise ConfigError(f"{flag} applies only to {where}; drop it with --backend {backend}")
+    if args.resume and args.checkpoint is None:
+        raise ConfigError("--resume continues from --checkpoint FILE; give the file")
+    if args.checkpoint_every is not None and args.checkpoint is None:
+        raise ConfigError("--checkpoint-every needs --checkpoint FILE")
+    _check_model(args)
+    _check_outputs(args)
+
+
+def _check_model(args) -> None:
+    """Refuse contradictory model flags and bad seeds before anything is computed."""
+    if args.start is not None and args.init != "start":
+        raise ConfigError(f"--start sets the fixed start, which --init {args.init} replaces; "
+                          "drop one of them")
+    if args.compute_shape is not None and (args.compute or "exponential") not in (
+            "lognormal", "gamma"):
+        raise ConfigError(f"--compute-shape applies to --compute lognormal or gamma, not "
+                          f"{args.compute or 'exponential'}")
+    for option, flag in (("dim", "--dim"), ("condition", "--condition")):
+        if getattr(args, option) is not None and args.problem not in _problems_with(option):
+            raise ConfigError(f"{flag} applies to {', '.join(_problems_with(option))}, not "
+                              f"--problem {args.problem}")
+    _seeds(args)
+
+
+def _check_outputs(args) -> None:
+    if args.save is not None:
+        _validate.output_path(args.save, "--save", suffixes=(".npz",))
+    if args.plot is not None:
+        _validate.output_path(args.plot, "--plot", suffixes=_validate.plot_formats())
+    if args.checkpoint is not None:
+        path = _validate.input_file(args.checkpoint, "--checkpoint") if (
+            args.resume and _exists(args.checkpoint)) else args.checkpoint
+        _validate.output_path(path, "--checkpoint")
+
+
+def _exists(path) -> bool:
+    from pathlib import Path
+
+    return Path(path).exists()
+
+
+def _compute(args):
+    from .cluster import ComputeTime
+
+    return ComputeTime(args.compute or "exponential",
+                       mean=1.0 if args.compute_mean is None else args.compute_mean,
+                       shape=1.0 if args.compute_shape is None else args.compute_shape)
 
 
 def _problem_options(args) -> dict:
@@ -228,9 +418,9 @@ def _problem_options(args) -> dict:
 
 
 def _run(args) -> int:
+    _check_run(args)
     if args.backend != "sim":
         return _run_on_devices(args)
-    from .cluster import ComputeTime
     from .engine import run
     from .problems import DATA_PROBLEMS, get_problem
 
@@ -239,7 +429,7 @@ def _run(args) -> int:
         1 if args.rule == "sequential_sgd" else 4)
     if args.commits is None and args.horizon is None:
         args.commits = 1000
-    compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
+    compute = _compute(args)
     if args.problem in DATA_PROBLEMS:
         options["workers"] = workers  # one shard per worker
     problem = get_problem(args.problem, **options)
@@ -306,10 +496,7 @@ def _run_on_devices(args) -> int:
     from .engine import Result, build_rule, schedule
     from .problems import DATA_PROBLEMS, get_problem
 
-    if args.workers is not None and args.workers != n:
-        raise ConfigError(f"one worker per device: --workers {args.workers} != --devices {n}")
-    if args.seeds is not None:
-        raise ConfigError(f"--backend {args.backend} runs one seed (--seed)")
+    seed = _seeds(args)[0]
     options = _problem_options(args)
     if args.problem in DATA_PROBLEMS:
         options["workers"] = n  # one shard per worker
@@ -320,23 +507,32 @@ def _run_on_devices(args) -> int:
         problem = with_start(problem, _start(args.start))
     rule = build_rule(args.rule, learning_rate=args.learning_rate, local_steps=args.local_steps,
                       workers=n, **_params(args.param))
+    # a device runs one committing unit: a worker, or a group of the mixed rule
+    group_size = rule.group_size
+    workers = n * group_size
+    if args.workers is not None and args.workers != workers:
+        per = f" (groups of {group_size}, one per device)" if group_size > 1 else ""
+        raise ConfigError(f"one {'group' if group_size > 1 else 'worker'} per device: "
+                          f"--workers {args.workers} != {workers}{per}")
     if args.commits is None:
-        if args.horizon is not None:
-            raise ConfigError(f"--backend {args.backend} takes a budget in --commits")
         args.commits = 1000
+    record_every = args.record_every or (1 if args.backend == "pmap" else None)
+    _check_device_memory(args, problem, rule, workers, record_every)
     config = {"problem": args.problem, "problem_options": options, "rule": rule.name,
               "synchronous": rule.synchronous, "hyperparameters": dict(rule.hyperparameters),
-              "workers": n, "commits": args.commits, "seeds": [args.seed],
+              "workers": workers, "commits": args.commits, "seeds": [seed],
               "noise": args.noise, "init": args.init, "backend": args.backend}
+    progress = False if args.json else None
     if args.backend == "threads":
         from .backends import predicted_staleness, run_threads
         from .engine import replay
 
-        real = run_threads(rule, problem, commits=args.commits, workers=n, seed=args.seed,
-                           noise=args.noise, init=args.init, devices=devices)
+        real = run_threads(rule, problem, commits=args.commits, workers=n, seed=seed,
+                           noise=args.noise, init=args.init, progress=progress,
+                           devices=devices)
         # the real schedule replayed by the engine gives the run's numbers and records
-        result = replay(rule, problem, real.trace, seeds=[args.seed], noise=args.noise,
-                        init=args.init, record_every=args.record_every, progress=False,
+        result = replay(rule, problem, real.trace, seeds=[seed], noise=args.noise,
+                        init=args.init, record_every=record_every, progress=False,
                         config=config)
         predicted, _ = predicted_staleness(real)
         extra = {"backend": "threads", "wall_time": round(real.wall_time, 4),
@@ -346,22 +542,35 @@ def _run_on_devices(args) -> int:
         _report(args, result, problem, extra)
         return 0
     from .backends import run_pmap
-    from .cluster import Cluster, ComputeTime
+    from .cluster import Cluster
 
-    compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
-    trace = schedule(rule, Cluster(n, compute), commits=args.commits, rng=args.seed)
-    out = run_pmap(rule, problem, trace, seed=args.seed, noise=args.noise, init=args.init,
-                   devices=devices,
-                   record_every=args.record_every or 1, checkpoint=args.checkpoint,
-                   checkpoint_every=args.checkpoint_every, resume=args.resume)
+    cluster = Cluster(workers, _compute(args), group_size=group_size)
+    trace = schedule(rule, cluster, commits=args.commits, rng=seed)
+    out = run_pmap(rule, problem, trace, seed=seed, noise=args.noise, init=args.init,
+                   record_every=record_every, checkpoint=args.checkpoint,
+                   checkpoint_every=args.checkpoint_every, resume=args.resume,
+                   progress=progress, devices=devices)
     result: Result = out.result
     result.config.update(config)
     wall = np.asarray(out.wall_time)
+    wall = wall[np.isfinite(wall)]  # a diverged run stops before its last segments
     extra = {"backend": "pmap", "segments": int(out.segments),
+             "segments_run": int(wall.size),
              "wall_time": round(float(wall.sum()), 4),
              "wall_time_per_segment": round(float(wall.mean()), 6) if wall.size else 0.0}
     _report(args, result, problem, extra)
     return 0
+
+
+def _check_device_memory(args, problem, rule, workers, record_every) -> None:
+    """The memory guard for device runs: schedule, per-event records, trajectories."""
+    events = args.commits
+    paths = problem.dim <= 2
+    width = problem.dim * (workers if rule.synchronous else 1)
+    every = record_every or max(1, events // 1000)
+    _validate.check_memory(_validate.memory_estimate(
+        events, records=events // every + 1, record_bytes=8 + (8 * problem.dim if paths else 0),
+        event_bytes=8 * width if paths else 0), "--commits")
 
 
 def _rules(args) -> int:
@@ -401,18 +610,20 @@ def _grid_option(pairs) -> dict:
 
 
 def _sweep(args) -> int:
-    from .cluster import ComputeTime
     from .engine import best_point, scores, sweep
     from .problems import get_problem
 
     if args.score in ("commits_to_target",) and args.target is None:
         raise ConfigError(f"--score {args.score} needs --target LOSS")
+    _check_model(args)
+    if args.save is not None:
+        _validate.output_path(args.save, "--save", suffixes=(".npz",))
     options = _problem_options(args)
     workers = args.workers if args.workers is not None else (
         1 if args.rule == "sequential_sgd" else 4)
     if args.commits is None and args.horizon is None:
         args.commits = 1000
-    compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
+    compute = _compute(args)
     problem = get_problem(args.problem, **options)
     grid = _grid_option(args.grid)
     result = sweep(
@@ -472,37 +683,10 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
                    "commits until the loss reaches --target (lower), or the fraction of seeds "
                    "ending at or below --target (higher; without --target: within the "
                    "problem's success radius)")
-    p.add_argument("--target", type=float, default=None, help="target loss for --score")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--target", type=_finite, default=None, help="target loss for --score")
+    p.add_argument("--batch-size", type=_count(1), default=None,
                    help="(point, seed) pairs per compiled call (default: sized to memory)")
-    p.add_argument("--problem", default="beale", help="problem name (default: beale)")
-    p.add_argument("--dim", type=int, default=None, help="dimension (quadratic, regression)")
-    p.add_argument("--condition", type=float, default=None, help="quadratic condition number")
-    p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
-    p.add_argument("--workers", type=int, default=None, help="number of workers n")
-    p.add_argument("--local-steps", type=int, default=None,
-                   help="λ, local steps per exchange (default: the rule's)")
-    p.add_argument("--learning-rate", type=float, default=1e-3,
-                   help="η when it is not in the grid (default 1e-3)")
-    p.add_argument("--noise", type=float, default=0.0, help="σ², gradient-noise variance")
-    p.add_argument("--compute", default="exponential",
-                   help="compute-time distribution: constant, exponential, lognormal, gamma")
-    p.add_argument("--compute-mean", type=float, default=1.0, help="mean seconds per step")
-    p.add_argument("--compute-shape", type=float, default=1.0,
-                   help="lognormal σ or gamma shape k")
-    budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--commits", type=int, default=None,
-                        help="budget in commits (rounds for synchronous rules)")
-    budget.add_argument("--horizon", type=float, default=None, help="budget in simulated s")
-    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    p.add_argument("--seeds", default=None, help="several seeds: START:STOP or a,b,c")
-    p.add_argument("--trace-per-seed", action="store_true",
-                   help="simulate a separate schedule for every seed")
-    p.add_argument("--init", default="start", help="start, random or random_per_worker")
-    p.add_argument("--start", default=None, help="fixed start point, e.g. 1.0,1.75")
-    p.add_argument("--param", action="append", metavar="NAME=VALUE",
-                   help="a fixed rule hyperparameter, e.g. --param gamma=1e-4 (repeatable)")
-    p.add_argument("--record-every", type=int, default=None, help="loss record interval")
+    _add_model_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: grid, per-point scores, best point")
     p.add_argument("--save", default=None, help="save the result (.npz) here")
@@ -514,6 +698,7 @@ def _demo(args) -> int:
     from .plot import plot_run
     from .problems import beale
 
+    _validate.output_path(args.out, "--out", suffixes=_validate.plot_formats())
     print("asynclab demo: asynchronous SGD (DOWNPOUR, λ = 1) with 8 workers on Beale's "
           "function,\nexponential compute times, gradient noise σ² = 10, 8 seeds.\n")
     result = run("beale", "downpour", cluster=Cluster(8, ComputeTime("exponential")),
@@ -532,42 +717,104 @@ def _figures(args) -> int:
     return 0
 
 
+def _figure_names() -> str:
+    from .figures import available
+
+    try:
+        return ", ".join(available())
+    except ConfigError:
+        return "(none found: run from the repository root)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.")
+    parser = _Parser(
+        prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.",
+        formatter_class=_Help)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="simulate a cluster and replay it with a rule")
+    p = sub.add_parser("run", help="simulate a cluster and replay it with a rule",
+                       description="Simulate a cluster and replay its schedule with an update "
+                       "rule, for one or several seeds; print a summary.",
+                       formatter_class=_Help)
     _add_run_arguments(p)
     p.set_defaults(func=_run)
     p = sub.add_parser("sweep", help="replay a grid of hyperparameter values x seeds in one "
-                       "compiled call and report the best point")
+                       "compiled call and report the best point", formatter_class=_Help)
     _add_sweep_arguments(p)
     p.set_defaults(func=_sweep)
-    p = sub.add_parser("rules", help="list the update rules")
+    p = sub.add_parser("rules", help="list the update rules", formatter_class=_Help)
     p.set_defaults(func=_rules)
-    p = sub.add_parser("demo", help="a demonstration run: summary + plot")
-    p.add_argument("--out", default="asynclab-demo.png", help="where to write the plot")
-    p.add_argument("--commits", type=int, default=20000)
+    p = sub.add_parser("demo", help="a demonstration run: summary + plot",
+                       formatter_class=_Help)
+    p.add_argument("--out", default="asynclab-demo.png",
+                   help="where to write the plot (.png, .pdf, .svg, ...)")
+    p.add_argument("--commits", type=_count(1), default=20000, help="commits per seed")
     p.set_defaults(func=_demo)
-    p = sub.add_parser("figures", help="regenerate figures (all, or the ones named)")
-    p.add_argument("names", nargs="*", help="figure names (default: all in figures/)")
+    p = sub.add_parser("figures", help="regenerate figures (all, or the ones named)",
+                       formatter_class=_Help,
+                       epilog=f"figures: {_figure_names()}")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="figure names (default: every figure in figures/, listed below)")
     p.add_argument("--quick", action="store_true", help="small, fast versions")
-    p.add_argument("--out", default=None, help="output folder (default: figures/)")
+    p.add_argument("--out", default=None,
+                   help="output folder (default: figures/); data go to OUT/data/")
     p.set_defaults(func=_figures)
     return parser
 
 
+#: The exit status after Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
+def _interrupted(args) -> str:
+    """The one line printed on Ctrl-C: what was lost and how to continue."""
+    checkpoint = getattr(args, "checkpoint", None)
+    if checkpoint is None:
+        return "asynclab: interrupted"
+    if _exists(checkpoint):
+        return (f"asynclab: interrupted; {checkpoint} holds the run up to its last "
+                "checkpoint: rerun the same command with --resume to continue")
+    return ("asynclab: interrupted before the first checkpoint was written (nothing to "
+            "resume; --checkpoint-every K saves every K segments)")
+
+
 def main(argv=None) -> int:
+    import warnings
+
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            # a diverging run overflows on purpose; it is reported as DIVERGED instead
+            warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+            warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+            return args.func(args)
     except ConfigError as error:
         print(f"asynclab: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\n{_interrupted(args)}", file=sys.stderr)
+        return INTERRUPTED
     except BrokenPipeError:  # e.g. `asynclab rules | head`
         sys.stderr.close()
         return 0
 
 
+def console() -> None:
+    """The ``asynclab`` executable: :func:`main`, then exit with its status.
+
+    After Ctrl-C the process ends at once (``os._exit``) instead of tearing down JAX:
+    XLA aborts when its runtime is destroyed while device computations or worker threads
+    are still in flight. Checkpoints and saved results are written atomically, so
+    nothing on disk is left half-written.
+    """
+    import os
+
+    code = main()
+    if code == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

@@ -42,13 +42,17 @@ def load_figure(name: str, folder: Path | None = None):
 
 def build(names=None, *, quick: bool = False, out: str | Path | None = None, echo=print):
     """Run ``main(quick, out)`` of each named figure (all by default); returns timings."""
+    from . import _validate
+
     folder = figures_dir()
     names = list(names) if names else available(folder)
+    modules = {name: load_figure(name, folder) for name in names}  # all known, before work
     out = Path(out) if out is not None else folder
-    out.mkdir(parents=True, exist_ok=True)
+    _validate.writable_folder(out, "--out")
+    _validate.writable_folder(out / "data", "--out")
     timings = {}
     for name in names:
-        module = load_figure(name, folder)
+        module = modules[name]
         start = time.perf_counter()
         module.main(quick=quick, out=out)
         timings[name] = time.perf_counter() - start

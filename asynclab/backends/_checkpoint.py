@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from ..cluster import RoundTrace
 
@@ -112,13 +113,31 @@ def load(path: Path, print_: dict, template) -> Saved:
       ConfigError: the file is not a checkpoint, or another run (another fingerprint, or
         state of another shape) wrote it.
     """
+    return restore(read(path, print_), path, template)
+
+
+def read(path: Path, print_: dict) -> Saved:
+    """A checkpoint's header, records and state leaves (a flat list), checked against the
+    fingerprint ``print_`` of the run that resumes it; nothing is compiled or placed.
+
+    Raises:
+      ConfigError: the file is missing, empty, truncated, not a checkpoint, or another
+        run's.
+    """
+    what = "an asynclab checkpoint (written by a run on devices with --checkpoint)"
+    data = _validate.read_npz(path, "checkpoint", what)
+    if "header" not in data:
+        kind = ("a saved result (read it with asynclab.Result.load)" if "config_json" in data
+                else f"an .npz of other arrays ({', '.join(sorted(data)[:6]) or 'none'})")
+        raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: it is {kind}")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            header = json.loads(str(data["header"]))
-            leaves = [data[f"state_{i}"] for i in range(header["leaves"])]
-            records = {name: data[f"record_{name}"] for name in header["records"]}
-    except (OSError, KeyError, ValueError) as error:
-        raise ConfigError(f"{path} is not a readable asynclab checkpoint: {error}") from None
+        header = json.loads(str(data["header"]))
+        leaves = [data[f"state_{i}"] for i in range(header["leaves"])]
+        records = {name: data[f"record_{name}"] for name in header["records"]}
+        header["fingerprint"], header["position"], header["diverged_at"]
+    except (KeyError, ValueError, TypeError) as error:
+        raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: its header is damaged "
+                          f"({type(error).__name__})") from None
     if header.get("format") != FORMAT:
         raise ConfigError(f"{path}: checkpoint format {header.get('format')} is not "
                           f"{FORMAT}")
@@ -129,10 +148,16 @@ def load(path: Path, print_: dict, template) -> Saved:
             for key in sorted(set(saved) | set(print_)) if saved.get(key) != print_.get(key))
         raise ConfigError(f"the checkpoint {path} belongs to another run ({differences}); "
                           "resume with the same configuration or remove the file")
+    return Saved(state=leaves, position=header["position"],
+                 diverged_at=header["diverged_at"], records=records)
+
+
+def restore(saved: Saved, path: Path, template) -> Saved:
+    """``saved`` with its state leaves rebuilt on ``template``'s structure."""
+    leaves = saved.state
     expected, treedef = jax.tree.flatten(template)
     if len(expected) != len(leaves) or any(
             np.shape(a) != b.shape or np.asarray(a).dtype != b.dtype
             for a, b in zip(expected, leaves, strict=False)):
         raise ConfigError(f"the checkpoint {path} holds state of another shape than this run")
-    return Saved(state=jax.tree.unflatten(treedef, leaves), position=header["position"],
-                 diverged_at=header["diverged_at"], records=records)
+    return saved._replace(state=jax.tree.unflatten(treedef, leaves))

@@ -40,7 +40,9 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from .. import _validate
 from .._errors import ConfigError
+from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..engine import Result, structure_key, with_values
 from ..engine._core import (
@@ -415,6 +417,7 @@ def run_pmap(
     resume: bool = False,
     sync_every: int = MAX_IN_FLIGHT,
     config: dict | None = None,
+    progress: bool | None = None,
 ) -> BackendRun:
     """Run ``rule`` on ``trace`` with one worker per device.
 
@@ -443,6 +446,8 @@ def run_pmap(
         configuration is a ConfigError); start from the beginning if it does not.
       sync_every: wait for the devices every this many calls (1 to 16).
       config: stored in the result (the run's own settings are added).
+      progress: show a progress bar over the events (None: only on a terminal or in a
+        notebook).
 
     Returns:
       A :class:`BackendRun`.
@@ -459,12 +464,21 @@ def run_pmap(
     _check(rule, problem, trace, init, record_every, sync_every, checkpoint, checkpoint_every,
            resume)
     record_every, sync_every = int(record_every), int(sync_every)
+    seed = _validate.seed(seed)
+    if checkpoint is not None:
+        _validate.output_path(_checkpoint.process_path(checkpoint), "checkpoint")
     n = trace.n_workers
     devices, ids = _resolve_devices(n, devices)
     if record_paths is None:
         record_paths = problem.flat and problem.dim <= 2
     record_paths = bool(record_paths) and jax.process_count() == 1
     noise = float(noise)
+    fingerprint = _checkpoint.fingerprint(rule, problem, trace, seed=seed, noise=noise,
+                                          init=init, record_every=record_every,
+                                          record_paths=record_paths)
+    path = None if checkpoint is None else _checkpoint.process_path(checkpoint)
+    # read a checkpoint before compiling anything: a damaged or foreign one fails fast
+    saved = _checkpoint.read(path, fingerprint) if resume and path.exists() else None
     starts = segment_starts(trace)
     n_segments, n_events = starts.size - 1, trace.n_events
     init_key, worker_keys = seed_keys(seed, n)
@@ -479,14 +493,10 @@ def run_pmap(
     workers = jax.tree.map(lambda x: np.asarray(x)[ids], workers)  # this process's rows
     template = (server, workers)
 
-    fingerprint = _checkpoint.fingerprint(rule, problem, trace, seed=seed, noise=noise,
-                                          init=init, record_every=record_every,
-                                          record_paths=record_paths)
     records = _Records(record_paths, record_every, n_events, problem.dim)
     position, diverged_at = 0, -1
-    path = None if checkpoint is None else _checkpoint.process_path(checkpoint)
-    if resume and path.exists():
-        saved = _checkpoint.load(path, fingerprint, template)
+    if saved is not None:
+        saved = _checkpoint.restore(saved, path, template)
         server, workers = saved.state
         position, diverged_at = saved.position, saved.diverged_at
         records.restore(saved.records)
@@ -501,22 +511,28 @@ def run_pmap(
     pending: list = []
     clock = time.perf_counter()
     step = position
-    while step < n_segments and diverged_at < 0:
-        shared, workers, out = program(shared, workers, keys, plan, placed_values)
-        pending.append(out)
-        step += 1
-        save_now = checkpoint is not None and (step == n_segments or (
-            checkpoint_every is not None and step % checkpoint_every == 0))
-        if len(pending) == sync_every or step == n_segments or save_now:
-            jax.block_until_ready((shared, workers))
-            now = time.perf_counter()
-            records.add(pending, now - clock, step - len(pending), starts, trace)
-            pending, clock = [], now
-            diverged_at = int(_replica(shared.diverged_at))
-            if save_now or (checkpoint is not None and diverged_at >= 0):
-                state = (jax.tree.map(_replica, shared.server), jax.tree.map(_rows, workers))
-                _checkpoint.save(path, fingerprint, state, step, diverged_at, records.state())
-
+    bar = progress_bar(total=n_events, initial=int(starts[position]), progress=progress,
+                       desc=f"{rule.name} on {n} device(s)", unit="event", leave=False)
+    try:
+        while step < n_segments and diverged_at < 0:
+            shared, workers, out = program(shared, workers, keys, plan, placed_values)
+            pending.append(out)
+            step += 1
+            save_now = checkpoint is not None and (step == n_segments or (
+                checkpoint_every is not None and step % checkpoint_every == 0))
+            if len(pending) == sync_every or step == n_segments or save_now:
+                jax.block_until_ready((shared, workers))
+                now = time.perf_counter()
+                records.add(pending, now - clock, step - len(pending), starts, trace)
+                pending, clock = [], now
+                bar.update(int(starts[step]) - bar.n)
+                diverged_at = int(_replica(shared.diverged_at))
+                if save_now or (checkpoint is not None and diverged_at >= 0):
+                    state = (jax.tree.map(_replica, shared.server), jax.tree.map(_rows, workers))
+                    _checkpoint.save(path, fingerprint, state, step, diverged_at,
+                                     records.state())
+    finally:
+        bar.close()
     events_done = int(starts[step])
     worker_tail = (n, problem.dim) if rule.synchronous else (problem.dim,)
     loss, center_path, worker_path = records.arrays(first_loss, first_center, worker_tail,

@@ -17,7 +17,9 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
+from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Trace, simulate_async
 from ..engine._core import check_count, check_init, check_rule, initial_state, row, seed_keys
 from ..problems import Problem, stochastic_gradient
@@ -56,6 +58,7 @@ def run_threads(
     noise: float = 0.0,
     init: str = "start",
     devices=None,
+    progress: bool | None = None,
 ) -> ThreadsRun:
     """Run an asynchronous rule with one free-running thread per device.
 
@@ -69,6 +72,8 @@ def run_threads(
       noise: gradient-noise variance σ².
       init: "start" or "random".
       devices: the devices to use (default ``jax.devices()``).
+      progress: show a progress bar over the commits (None: only on a terminal or in a
+        notebook).
 
     Returns:
       A :class:`ThreadsRun` whose ``trace`` replays to the same numbers.
@@ -78,13 +83,15 @@ def run_threads(
         raise ConfigError(f"{rule.name} is synchronous; the threads backend runs asynchronous "
                           "rules (use --backend pmap for synchronous ones)")
     commits = check_count("commits", commits)
+    seed = _validate.seed(seed)
     check_init(rule, init)
     if rule.group_size != 1:
         raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
     devices = list(jax.devices() if devices is None else devices)
+    if workers is not None and (isinstance(workers, bool) or not isinstance(
+            workers, int | np.integer) or workers < 1):
+        raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
     n = len(devices) if workers is None else int(workers)
-    if n < 1:
-        raise ConfigError(f"workers must be >= 1, got {workers}")
     if n > len(devices):
         raise ConfigError(
             f"{n} workers need {n} devices but only {len(devices)} are available; on a CPU "
@@ -110,7 +117,7 @@ def run_threads(
     record: list[tuple[float, int, int, float]] = []
     centers: list[np.ndarray] = []
     keep_path = problem.flat and problem.dim <= 10
-    shared = {"server": server, "clock": 0}
+    shared = {"server": server, "clock": 0, "stop": False}
     errors: list[BaseException] = []
     start = time.perf_counter()
 
@@ -122,7 +129,7 @@ def run_threads(
                 state = jax.block_until_ready(local(state, keys[k], k))
                 spent = time.perf_counter() - began
                 with lock:
-                    if shared["clock"] >= commits:
+                    if shared["clock"] >= commits or shared["stop"]:
                         return
                     pulled = int(state.pulled_clock)
                     new_server, new_state, _ = exchange(shared["server"],
@@ -131,6 +138,7 @@ def run_threads(
                     shared["server"] = new_server
                     shared["clock"] += 1
                     record.append((time.perf_counter() - start, k, pulled, spent))
+                    bar.update(1)
                     if keep_path:
                         centers.append(np.asarray(new_server.center))
                 state = jax.device_put(new_state, devices[k])
@@ -138,10 +146,19 @@ def run_threads(
             errors.append(error)
 
     threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    bar = progress_bar(total=commits, progress=progress, desc=f"{rule.name} on {n} thread(s)",
+                       unit="commit", leave=False)
+    with bar:
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():  # a timed join lets Ctrl-C through to the main thread
+                    t.join(0.1)
+        finally:  # on Ctrl-C, the workers stop at their next exchange
+            shared["stop"] = True
+            for t in threads:
+                t.join(10.0)
     if errors:
         raise errors[0]
     wall = time.perf_counter() - start
@@ -171,6 +188,7 @@ def predicted_staleness(run: ThreadsRun, *, commits: int | None = None, seed: in
     Returns:
       ``(trace, cluster)``: a simulated trace and the cluster model fitted to the run.
     """
+    seed = _validate.seed(seed)
     n = run.trace.n_workers
     means = np.array([run.local_time[run.trace.worker == k].mean() for k in range(n)])
     cv = float(np.std(run.local_time) / np.mean(run.local_time))

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from ._simulator import simulate_sync
 from ._timing import Cluster
@@ -49,6 +50,7 @@ def trace_from_order(worker: Sequence[int], n_workers: int, *, local_steps: int 
 def round_robin_trace(n_workers: int, rounds: int, *, local_steps: int = 1,
                       group_size: int = 1) -> Trace:
     """Workers commit in the fixed order 0, 1, …, n−1, ``rounds`` times."""
+    _check_rounds(n_workers, rounds)
     return trace_from_order(np.tile(np.arange(n_workers), rounds), n_workers,
                             local_steps=local_steps, group_size=group_size)
 
@@ -60,10 +62,18 @@ def random_order_trace(n_workers: int, rounds: int, rng, *, local_steps: int = 1
     Args:
       rng: a ``numpy.random.Generator`` or a seed.
     """
-    rng = np.random.default_rng(rng)
+    _check_rounds(n_workers, rounds)
+    rng = np.random.default_rng(rng if isinstance(rng, np.random.Generator)
+                                else _validate.seed(rng, "rng"))
     order = np.concatenate([rng.permutation(n_workers) for _ in range(rounds)])
     return trace_from_order(order, n_workers, local_steps=local_steps,
                             group_size=group_size)
+
+
+def _check_rounds(n_workers, rounds) -> None:
+    for name, value in (("n_workers", n_workers), ("rounds", rounds)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def simulate_sync_with_warmup(cluster: Cluster, *, warmup_rounds: int, local_steps: int,

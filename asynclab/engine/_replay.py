@@ -22,12 +22,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, RULES, Rule
 from ._core import (
+    INITS,
     check_init,
     check_traces,
     guard,
@@ -245,11 +247,48 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
     return fn
 
 
+def check_options(rule, init, record_every) -> None:
+    """Refuse an unknown ``init`` or a ``record_every`` that is not a positive integer."""
+    if not isinstance(init, str) or init not in INITS:
+        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
+    if init == "random_per_worker" and not rule.synchronous:
+        raise ConfigError(
+            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
+            "start by pulling the centre"
+        )
+    if record_every is not None and (isinstance(record_every, bool) or not isinstance(
+            record_every, int | np.integer) or record_every < 1):
+        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
+
+
+def _checked_inputs(rule, problem, traces):
+    """``(rule, problem, traces)`` of the right types: a problem may be given by name."""
+    from ..problems import get_problem
+
+    if isinstance(rule, str):
+        raise ConfigError(
+            f"replay takes a built rule, got the name {rule!r}; build it with "
+            f"asynclab.rules.make_rule({rule!r}, learning_rate=...) (or use asynclab.run)")
+    if not isinstance(rule, Rule):
+        raise ConfigError(f"rule must be a rule from asynclab.rules, got {rule!r}")
+    if isinstance(problem, str):
+        problem = get_problem(problem)
+    elif not isinstance(problem, Problem):
+        raise ConfigError(f"problem must be a problem name or an asynclab.problems.Problem, "
+                          f"got {problem!r}")
+    if traces is None:
+        raise ConfigError("traces is None; give a trace from asynclab.cluster.simulate_async "
+                          "/ simulate_sync (or asynclab.engine.schedule), or a list of them")
+    if not isinstance(traces, Trace | RoundTrace) and not (
+            isinstance(traces, Sequence) and not isinstance(traces, str)
+            and all(isinstance(t, Trace | RoundTrace) for t in traces)):
+        raise ConfigError(f"traces must be a Trace, a RoundTrace or a list of them, got "
+                          f"{type(traces).__name__}")
+    return rule, problem, traces
+
+
 def _check_seeds(seeds) -> np.ndarray:
-    seeds = np.atleast_1d(np.asarray(seeds, np.int64))
-    if seeds.ndim != 1 or seeds.size == 0:
-        raise ConfigError(f"seeds must be an int or a non-empty list of ints, got {seeds!r}")
-    return seeds
+    return np.asarray(_validate.seeds(seeds), np.int64)
 
 
 class _Plan(NamedTuple):
@@ -401,7 +440,7 @@ def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
 
 def replay(
     rule: Rule,
-    problem: Problem,
+    problem: Problem | str,
     traces: Trace | RoundTrace | Sequence[Trace | RoundTrace],
     *,
     seeds: int | Sequence[int] = 0,
@@ -419,10 +458,10 @@ def replay(
 
     Args:
       rule: an asynchronous or synchronous rule from :mod:`asynclab.rules`.
-      problem: a :class:`~asynclab.problems.Problem`.
+      problem: a :class:`~asynclab.problems.Problem` or a problem name.
       traces: one trace replayed by every seed, or a sequence with one trace per seed.
-      seeds: an int or a sequence of ints; seed ``s`` draws the gradient noise and random
-        starts from ``jax.random.key(s)``.
+      seeds: a seed or a sequence of seeds (integers in [0, 2**32)); seed ``s`` draws the
+        gradient noise and random starts from ``jax.random.key(s)``.
       noise: variance σ² of the additive Gaussian gradient noise.
       init: ``"start"`` (the problem's fixed start), ``"random"`` (uniform in its box) or
         ``"random_per_worker"`` (synchronous rules only: each worker its own start, the
@@ -435,7 +474,9 @@ def replay(
     Returns:
       A :class:`Result`.
     """
+    rule, problem, traces = _checked_inputs(rule, problem, traces)
     seeds = _check_seeds(seeds)
+    check_options(rule, init, record_every)
     plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths)
     rows = np.arange(len(seeds)) if plan.time.shape[0] > 1 else np.zeros(len(seeds), int)
     bar = progress_bar(total=plan.n_events * len(seeds), progress=progress,

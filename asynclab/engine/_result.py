@@ -9,8 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from .. import _validate
+from .._errors import ConfigError
+
 _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "final_params",
            "diverged_at", "center_path", "worker_path")
+_REQUIRED = _ARRAYS[:8]
 
 
 @dataclasses.dataclass
@@ -145,13 +149,31 @@ class Result:
 
     @classmethod
     def load(cls, path: str | Path) -> Result:
-        """Read a result written by :meth:`save`."""
-        with np.load(Path(path), allow_pickle=False) as data:
-            fields = {name: data[name] for name in _ARRAYS if name in data.files}
-            nested = {name: data[name] for name in data.files if "/" in name}
+        """Read a result written by :meth:`save`.
+
+        Raises:
+          ConfigError: the file is missing, empty, truncated, or not a saved result (a
+            checkpoint of a run on devices, or another program's ``.npz``).
+        """
+        what = "an asynclab result (an .npz written by Result.save)"
+        data = _validate.read_npz(path, "Result.load", what)
+        if "config_json" not in data:
+            kind = ("a checkpoint of a run on devices (give it to --resume / run_pmap)"
+                    if "header" in data else
+                    f"an .npz of other arrays ({', '.join(sorted(data)[:6]) or 'none'})")
+            raise ConfigError(f"Result.load: {str(path)!r} is not {what}: it is {kind}")
+        nested = {name: data[name] for name in data if "/" in name}
+        trees = _unflatten(nested)
+        missing = [name for name in _REQUIRED if name not in data and name not in trees]
+        try:
             config = json.loads(str(data["config_json"]))
-        for name, tree in _unflatten(nested).items():
-            fields[name] = tree
+        except ValueError:
+            config = None
+        if missing or not isinstance(config, dict):
+            problem = f"it lacks {', '.join(missing)}" if missing else "its config is not JSON"
+            raise ConfigError(f"Result.load: {str(path)!r} is not {what}: {problem}")
+        fields = {name: data[name] for name in _ARRAYS if name in data}
+        fields.update(trees)
         return cls(config=config, **fields)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from ..cluster import (
     Cluster,
@@ -16,9 +17,10 @@ from ..cluster import (
     simulate_sync_with_warmup,
 )
 from ..problems import DATA_PROBLEMS, Problem, get_problem
+from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._core import run_config
-from ._replay import replay
+from ._replay import check_options, replay
 from ._result import Result
 
 
@@ -56,6 +58,46 @@ def _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster) -> Ru
     if "workers" in accepted and "workers" not in options:
         options["workers"] = cluster.groups
     return make_rule(rule, **options)
+
+
+def rule_group_size(rule: str | Rule, hyperparameters: dict, cluster=None) -> int:
+    """Workers per group for ``rule``: the one number the rule and the cluster share.
+
+    A built rule says it itself; for a rule name it is the ``group_size`` given, else the
+    cluster's (when a cluster is given), else the rule's own default (1 for rules without
+    groups).
+    """
+    if not isinstance(rule, str):
+        value = getattr(rule, "group_size", 1)
+    elif "group_size" in hyperparameters:
+        value = hyperparameters["group_size"]
+    elif rule in RULES and "group_size" in RULES[rule].parameters:
+        value = (cluster.group_size if isinstance(cluster, Cluster)
+                 else RULES[rule].defaults.get("group_size", 1))
+    else:
+        value = 1
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ConfigError(f"group_size must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_seed,
+                record_every, record_paths) -> int:
+    """Estimated bytes a run holds (schedules, trajectories, loss records)."""
+    if commits is not None:
+        events = int(commits)
+    else:  # a horizon: events the cluster completes in that time, on average
+        per_event = cluster.compute.mean * rule.local_steps
+        units = 1 if rule.synchronous else cluster.groups
+        events = int(horizon / max(per_event, 1e-12) * units) + 1
+    paths = problem.dim <= 2 if record_paths is None else bool(record_paths)
+    width = problem.dim * (cluster.workers if rule.synchronous else 1)
+    every = record_every if isinstance(record_every, int) and record_every >= 1 else max(
+        1, events // 1000)
+    return _validate.memory_estimate(
+        events, traces=n_seeds if trace_per_seed else 1, seeds=n_seeds,
+        records=events // every + 1, record_bytes=4 + (4 * problem.dim if paths else 0),
+        event_bytes=4 * width if paths else 0)
 
 
 def _cluster_from(cluster, workers, compute, group_size) -> Cluster:
@@ -170,7 +212,8 @@ def run(
         problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
         horizon=horizon, seeds=seeds, learning_rate=learning_rate, local_steps=local_steps,
         noise=noise, init=init, trace_per_seed=trace_per_seed,
-        problem_options=problem_options, start=start, hyperparameters=hyperparameters)
+        problem_options=problem_options, start=start, hyperparameters=hyperparameters,
+        record_every=record_every, record_paths=record_paths)
     return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
                   record_every=record_every, record_paths=record_paths, progress=progress,
                   config=config)
@@ -178,14 +221,13 @@ def run(
 
 def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,
              learning_rate, local_steps, noise, init, trace_per_seed, problem_options, start,
-             hyperparameters):
+             hyperparameters, record_every=None, record_paths=None):
     """The checked problem, rule, traces, seeds and config of a run (see :func:`run`)."""
     problem_name = problem if isinstance(problem, str) else problem.name
-    group_size = (hyperparameters.get("group_size", 1) if isinstance(rule, str)
-                  else rule.group_size)
-    if int(group_size) != group_size or group_size < 1:
-        raise ConfigError(f"group_size must be an integer >= 1, got {group_size!r}")
-    cluster = _cluster_from(cluster, workers, compute, int(group_size))
+    group_size = rule_group_size(rule, hyperparameters, cluster)
+    if isinstance(rule, str) and group_size != 1:
+        hyperparameters = {**hyperparameters, "group_size": group_size}
+    cluster = _cluster_from(cluster, workers, compute, group_size)
     problem_options = dict(problem_options or {})
     if isinstance(problem, str) and problem in DATA_PROBLEMS:
         # one shard per worker (a group's members are workers g·m + j)
@@ -203,7 +245,12 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
     if horizon is not None and not (isinstance(horizon, int | float) and math.isfinite(horizon)
                                     and horizon > 0):
         raise ConfigError(f"horizon must be a finite number of seconds > 0, got {horizon!r}")
-    seed_list = [int(s) for s in np.atleast_1d(np.asarray(seeds))]
+    seed_list = _validate.seeds(seeds)
+    noise = check_noise(noise)
+    check_options(rule, init, record_every)
+    _validate.check_memory(_run_memory(rule, problem, cluster, commits, horizon, len(seed_list),
+                                       trace_per_seed, record_every, record_paths),
+                           "commits" if commits is not None else "horizon")
     trace_seeds = seed_list if trace_per_seed else seed_list[:1]
     traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s)
               for s in trace_seeds]

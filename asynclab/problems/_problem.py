@@ -82,7 +82,7 @@ class Problem(NamedTuple):
 
     def success(self, params) -> np.ndarray:
         """Whether ``params`` (``(..., dim)``) lie within ``success_radius`` of the minimum."""
-        params = np.asarray(params)
+        params = np.asarray(params, np.float64)  # a diverged centre overflows float32
         return np.linalg.norm(params - self.global_minimum, axis=-1) < self.success_radius
 
     def initial_params(self, key: Array | None = None, n: int | None = None):
@@ -123,9 +123,16 @@ def analytic(name, f, *, start, box, domain, minima, success_radius=0.1) -> Prob
 
 
 def check_noise(noise) -> float:
-    noise = float(noise)
+    """``noise`` (the variance σ²) as a finite float >= 0, or a ConfigError."""
+    what = "noise (the gradient-noise variance σ²)"
+    if isinstance(noise, bool):
+        raise ConfigError(f"{what} must be a number, got {noise}")
+    try:
+        noise = float(noise)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} must be a number, got {noise!r}") from None
     if not np.isfinite(noise) or noise < 0:
-        raise ConfigError(f"noise (the gradient-noise variance σ²) must be >= 0, got {noise}")
+        raise ConfigError(f"{what} must be a finite number >= 0, got {noise}")
     return noise
 
 

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from .. import _random
@@ -31,6 +32,8 @@ from ._base import (
 )
 
 _ONE = 1.0
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT32_TINY = float(np.finfo(np.float32).smallest_subnormal)
 
 # ----------------------------------------------------------------------------- checks
 
@@ -50,6 +53,9 @@ def _number(rule: str, name: str, value) -> float:
         raise ConfigError(f"{rule}: {name} must be a number, got {value!r}") from None
     if not math.isfinite(value):
         raise ConfigError(f"{rule}: {name} must be finite, got {value}")
+    if abs(value) > _FLOAT32_MAX:
+        raise ConfigError(f"{rule}: {name} = {value} overflows float32, the precision the "
+                          "rules compute in")
     return value
 
 
@@ -64,6 +70,9 @@ def check_positive(rule: str, name: str, value) -> float:
     value = _number(rule, name, value)
     if value <= 0:
         raise ConfigError(f"{rule}: {name} must be a finite number > 0, got {value}")
+    if np.float32(value) == 0:
+        raise ConfigError(f"{rule}: {name} = {value} is 0 in float32, the precision the rules "
+                          f"compute in; give a value >= {_FLOAT32_TINY:.3g}")
     return value
 
 

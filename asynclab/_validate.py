@@ -1,0 +1,195 @@
+"""Checks shared by every entry point: seeds, output paths, memory budgets.
+
+Each check either returns the value in its canonical form or raises
+:class:`~asynclab.ConfigError` with a message that names the field and says how to fix it.
+The command line and the Python API call the same functions, so a value means the same
+thing everywhere.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from ._errors import ConfigError
+
+#: Seeds are unsigned 32-bit integers: ``jax.random.key`` and the simulator's
+#: ``numpy.random.default_rng`` read them without wrapping.
+SEED_LIMIT = 2**32
+
+
+def seed(value, field: str = "seed") -> int:
+    """``value`` as a seed: an integer with ``0 <= value < 2**32``.
+
+    Booleans, floats (even whole ones) and strings are refused rather than rounded,
+    and values of 2**32 or more are refused rather than wrapped onto smaller seeds.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{field} must be an integer in [0, 2**32), got {value!r}")
+    value = int(value)
+    if not 0 <= value < SEED_LIMIT:
+        raise ConfigError(f"{field} must be an integer in [0, 2**32), got {value}")
+    return value
+
+
+def seeds(value, field: str = "seeds") -> list[int]:
+    """One seed or a non-empty sequence of seeds (list, tuple, range, integer array)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return [seed(value, field)]
+    if isinstance(value, str | bytes | dict | set) or not isinstance(value, Iterable):
+        raise ConfigError(f"{field} must be an integer seed or a list of them, got {value!r}")
+    out = [seed(v, f"{field}[{i}]") for i, v in enumerate(_flat(value, field))]
+    if not out:
+        raise ConfigError(f"{field} is empty; give at least one seed")
+    return out
+
+
+def _flat(value, field: str) -> list:
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise ConfigError(f"{field} must be one-dimensional, got shape {value.shape}")
+        return value.tolist() if value.dtype.kind in "iu" else list(value)
+    return list(value)
+
+
+# ----------------------------------------------------------------------------- files
+
+
+def output_path(path, field: str, *, suffixes: Iterable[str] | None = None) -> Path:
+    """Check, before any work, that a file can be written at ``path``.
+
+    Missing folders are created; the folder must accept a new file (probed by creating
+    and removing a temporary one), and ``path`` must not be a folder. ``suffixes``
+    restricts the file's extension (lower case, with the dot).
+    """
+    path = Path(path).expanduser()
+    if str(path) in ("", "."):
+        raise ConfigError(f"{field} needs a file name, got {str(path)!r}")
+    if path.is_dir():
+        raise ConfigError(f"{field} {str(path)!r} is a folder; give a file name")
+    if suffixes is not None:
+        suffixes = tuple(suffixes)
+        if path.suffix.lower() not in suffixes:
+            raise ConfigError(
+                f"{field} {str(path)!r}: unsupported file type {path.suffix or '(none)'!r}; "
+                f"use one of {', '.join(suffixes)}")
+    writable_folder(path.parent, field, for_file=path)
+    return path
+
+
+def writable_folder(folder, field: str, *, for_file: Path | None = None) -> Path:
+    """Create ``folder`` if needed and check that files can be written into it."""
+    folder = Path(folder).expanduser()
+    what = f"{field} {str(for_file if for_file is not None else folder)!r}"
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{what}: {str(folder)!r} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ConfigError(f"{what}: cannot write into the folder {str(folder)!r} "
+                          f"({reason})") from None
+    return folder
+
+
+def plot_formats() -> tuple[str, ...]:
+    """File extensions matplotlib can write (``.png``, ``.pdf``, ``.svg``, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return tuple(f".{ext}" for ext in sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
+def input_file(path, field: str) -> Path:
+    """An existing, non-empty regular file, or a ConfigError naming the field."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise ConfigError(f"{field}: no such file {str(path)!r}")
+    if not path.is_file():
+        raise ConfigError(f"{field}: {str(path)!r} is not a regular file")
+    if path.stat().st_size == 0:
+        raise ConfigError(f"{field}: {str(path)!r} is empty")
+    return path
+
+
+def read_npz(path, field: str, what: str) -> dict:
+    """Every array of the ``.npz`` archive at ``path``, read eagerly.
+
+    An empty, truncated or foreign file (anything but an ``.npz`` archive) is a
+    ConfigError saying that ``path`` is not ``what``.
+    """
+    import zipfile
+    import zlib
+
+    import numpy as np
+
+    path = input_file(path, field)
+    try:
+        with open(path, "rb") as file:  # closed here even when numpy gives up
+            data = np.load(file, allow_pickle=False)
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                raise ValueError("a single array")
+            with data:
+                return {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error,
+            AttributeError) as error:
+        reason = ("a single .npy array, not an .npz archive" if str(error) == "a single array"
+                  else "not an .npz archive, or a truncated one")
+        raise ConfigError(f"{field}: {str(path)!r} is not {what} ({reason})") from None
+
+
+# ----------------------------------------------------------------------------- memory
+
+#: Bytes the simulator and the trace arrays hold per scheduled event (measured: about
+#: 110 for the SimPy schedule, plus the trace's and the replay's event arrays).
+BYTES_PER_EVENT = 160
+
+
+def available_memory() -> int:
+    """Bytes of memory this process may still use: ``MemAvailable`` where the system
+    reports it, else the physical memory."""
+    try:
+        with open("/proc/meminfo") as file:
+            for line in file:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 2**40
+
+
+def memory_estimate(events: int, *, traces: int = 1, seeds: int = 1, records: int = 0,
+                    record_bytes: int = 8, event_bytes: int = 0) -> int:
+    """Bytes a run will hold: the schedules, the per-seed per-event recordings
+    (``event_bytes``, e.g. trajectories) and the loss records, with a factor two on the
+    recordings for the copy made while they are joined."""
+    schedules = traces * events * BYTES_PER_EVENT
+    recordings = 2 * seeds * (events * event_bytes + records * record_bytes)
+    return int(schedules + recordings)
+
+
+def check_memory(estimate: int, field: str, *, limit: int | None = None) -> None:
+    """Refuse a run whose estimated memory exceeds 80 % of the available memory."""
+    limit = int(0.8 * available_memory()) if limit is None else int(limit)
+    if estimate > limit:
+        raise ConfigError(
+            f"{field}: this run would need about {_bytes(estimate)} of memory, more than "
+            f"the {_bytes(limit)} available (80 % of free memory); give a smaller budget, "
+            "fewer seeds, or record less (a larger record_every, no trajectories)")
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} PB"

@@ -1,0 +1,656 @@
+"""Bad inputs, one row each: every one a clear error naming the field or file, no traceback.
+
+Add a case with one line in ``CLI`` (arguments of ``asynclab``, the exit code and words the
+error must contain), ``API`` (a call that must raise ``ConfigError`` and words its message
+must contain) or ``SUBPROCESS`` (like ``CLI``, for what needs a fresh process: simulated
+devices). ``{tmp}`` in a CLI argument is a folder holding the files built by ``files``.
+
+CLI rows run in-process through ``asynclab.cli.main`` and are refused before anything is
+compiled; subprocess rows run in parallel.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import asynclab
+from asynclab import ConfigError
+from asynclab.cli import main
+
+# ----------------------------------------------------------------------------- CLI rows
+# (arguments, words the error names); every row exits 2 with "asynclab: error: ..."
+
+CLI = [
+    # numbers and counts
+    ("run --workers 0", "--workers"),
+    ("run --workers -3", "--workers"),
+    ("run --workers abc", "--workers"),
+    ("run --local-steps 0", "--local-steps"),
+    ("run --learning-rate -0.1", "--learning-rate"),
+    ("run --learning-rate 0", "--learning-rate"),
+    ("run --learning-rate nan", "--learning-rate"),
+    ("run --learning-rate inf", "--learning-rate"),
+    ("run --learning-rate abc", "--learning-rate"),
+    ("run --learning-rate 1e-320", "learning_rate", "float32"),
+    ("run --learning-rate 1e39", "learning_rate", "float32"),
+    ("run --noise inf", "--noise", "finite"),
+    ("run --noise nan", "--noise", "finite"),
+    ("run --noise -1", "noise", ">= 0"),
+    ("run --compute weibull", "--compute"),
+    ("run --compute-mean 0", "--compute-mean"),
+    ("run --compute-mean -1", "--compute-mean"),
+    ("run --compute lognormal --compute-shape 0", "--compute-shape"),
+    ("run --compute-shape 2", "--compute-shape", "exponential"),
+    ("run --compute constant --compute-shape 2", "--compute-shape", "constant"),
+    ("run --commits 0", "--commits"),
+    ("run --commits -5", "--commits"),
+    ("run --commits 1.5", "--commits"),
+    ("run --horizon -5", "--horizon"),
+    ("run --horizon 0", "--horizon"),
+    ("run --horizon inf", "--horizon"),
+    ("run --commits 10 --horizon 5", "--horizon", "--commits"),
+    ("run --commits 100000000000", "commits", "memory"),
+    ("run --commits 10000000 --seeds 0:100000", "commits", "memory"),
+    ("run --record-every 0", "--record-every"),
+    ("run --record-every -1", "--record-every"),
+    # seeds: one rule everywhere (an integer in [0, 2**32))
+    ("run --seed -1", "--seed", "2**32"),
+    ("run --seed 4294967296", "--seed", "2**32"),
+    ("run --seed 1.5", "--seed"),
+    ("run --seed abc", "--seed"),
+    ("run --seeds 5:5", "--seeds", "no seed"),
+    ("run --seeds 3:1", "--seeds", "no seed"),
+    ("run --seeds a:b", "--seeds"),
+    ("run --seeds 0:1:2", "--seeds"),
+    ("run --seeds ,", "--seeds", "no seed"),
+    ("run --seeds=-1:3", "--seeds", "2**32"),
+    ("run --seeds 4294967295:4294967297", "--seeds", "2**32"),
+    ("run --seeds 0,-1", "--seeds[1]", "2**32"),
+    ("run --seeds 0,4294967296", "--seeds[1]", "2**32"),
+    ("run --seeds 0,1.5", "--seeds"),
+    ("run --seeds 0:100000000000", "--seeds", "at most"),
+    ("run --seed 1 --seeds 0:2", "--seed", "--seeds"),
+    # problems, rules, hyperparameters
+    ("run --rule nosuchrule", "unknown rule"),
+    ("run --problem nosuch", "unknown problem"),
+    ("run --dim 3", "--dim", "beale"),
+    ("run --condition 5", "--condition", "beale"),
+    ("run --problem rosenbrock --dim 3", "--dim", "rosenbrock"),
+    ("run --problem quadratic --dim 0", "--dim"),
+    ("run --problem quadratic --condition 0", "--condition"),
+    ("run --problem quadratic --condition -1", "--condition"),
+    ("run --start 1,2,3", "start", "dimension"),
+    ("run --start a,b", "--start"),
+    ("run --start 1,inf", "start", "finite"),
+    ("run --start 1,2 --init random", "--start", "--init random"),
+    ("run --start 1,2 --init random_per_worker --rule model_averaging", "--start"),
+    ("run --init nosuch", "--init"),
+    ("run --init random_per_worker", "random_per_worker", "synchronous"),
+    ("run --param oops", "NAME=VALUE"),
+    ("run --param =3", "NAME=VALUE"),
+    ("run --param gamma=1", "gamma", "downpour"),
+    ("run --param local_steps=3", "--local-steps"),
+    ("run --param learning_rate=0.1", "--learning-rate"),
+    ("run --param commits=5", "--commits"),
+    ("run --rule adag --param gamma=-1", "adag", "gamma"),
+    ("run --rule adag --param gamma=abc", "adag", "gamma"),
+    ("run --rule adag --param norm=maybe", "adag", "norm"),
+    ("run --rule dc_asgd --param kappa=-1", "dc_asgd", "kappa"),
+    ("run --rule eamsgd --param momentum=1.5", "eamsgd", "momentum"),
+    ("run --rule aeasgd --param elasticity=0", "aeasgd", "elasticity"),
+    ("run --rule downpour --param worker_momentum=1", "worker_momentum"),
+    ("run --rule downpour --param server_momentum=-1", "server_momentum"),
+    ("run --rule mixed --workers 3", "group_size", "3"),
+    ("run --rule mixed --param group_size=0", "group_size"),
+    ("run --rule mixed --param group_size=1.5", "group_size"),
+    ("run --rule mixed --param between=nosuch", "between"),
+    ("run --rule mixed --param between=aeasgd", "between"),
+    ("run --rule sequential_sgd --workers 2", "sequential_sgd", "workers=2"),
+    ("run --rule synchronous_sgd --local-steps 3", "synchronous_sgd", "local steps"),
+    ("run --rule post_local_sgd --param warmup_rounds=-1", "warmup_rounds"),
+    ("run --rule diloco --param outer_momentum=1", "outer_momentum"),
+    ("run --rule easgd --param early_stop=2", "early_stop"),
+    # flags the backend would ignore
+    ("run --devices 2", "--devices", "--backend pmap or threads"),
+    ("run --simulate-devices", "--simulate-devices"),
+    ("run --checkpoint {tmp}/c.npz", "--checkpoint", "--backend pmap"),
+    ("run --checkpoint-every 5", "--checkpoint-every", "--backend pmap"),
+    ("run --resume", "--resume", "--backend pmap"),
+    ("run --backend threads --devices 1 --checkpoint {tmp}/c.npz", "--checkpoint"),
+    ("run --backend threads --devices 1 --resume", "--resume"),
+    ("run --backend threads --devices 1 --compute constant", "--compute"),
+    ("run --backend threads --devices 1 --compute-mean 2", "--compute-mean"),
+    ("run --backend threads --devices 1 --horizon 5", "--horizon"),
+    ("run --backend pmap --devices 1 --seeds 0:3", "one seed", "--seeds"),
+    ("run --backend pmap --devices 1 --trace-per-seed", "--trace-per-seed"),
+    ("run --backend pmap --devices 1 --horizon 5", "--horizon"),
+    ("run --backend pmap --devices 1 --resume", "--resume", "--checkpoint"),
+    ("run --backend pmap --devices 1 --checkpoint-every 5", "--checkpoint-every"),
+    ("run --backend pmap --devices 1 --record-every 0", "--record-every"),
+    # devices
+    ("run --backend pmap --devices 0", "--devices"),
+    ("run --backend pmap --devices -2", "--devices"),
+    ("run --backend threads --devices 0", "--devices"),
+    ("run --backend pmap", "--devices"),
+    ("run --backend gpu", "--backend"),
+    ("run --backend pmap --devices 64", "--devices 64", "xla_force_host_platform_device_count"),
+    ("run --backend pmap --devices 1 --workers 3", "--workers 3"),
+    ("run --backend pmap --devices 1 --commits 100000000000", "--commits", "memory"),
+    ("run --backend threads --devices 1 --rule synchronous_sgd", "synchronous"),
+    ("run --backend threads --devices 1 --rule mixed", "groups"),
+    ("run --backend threads --devices 1 --seed -1", "--seed"),
+    ("run --backend pmap --devices 1 --seed 4294967296", "--seed"),
+    # output paths, checked before anything is computed
+    ("run --save /proc/x.npz", "--save", "/proc"),
+    ("run --save {tmp}/out.txt", "--save", ".npz"),
+    ("run --save {tmp}", "--save", "folder"),
+    ("run --save {tmp}/garbage.npz/x.npz", "--save", "garbage.npz"),
+    ("run --plot {tmp}/out.xyz", "--plot", ".xyz"),
+    ("run --plot {tmp}/noextension", "--plot", "(none)"),
+    ("run --plot /proc/x.png", "--plot", "/proc"),
+    ("run --plot {tmp}/garbage.npz/x.png", "--plot", "garbage.npz"),
+    ("run --plot {tmp}", "--plot"),
+    ("run --backend pmap --devices 1 --checkpoint /proc/c.npz", "--checkpoint", "/proc"),
+    ("run --backend pmap --devices 1 --checkpoint {tmp}", "--checkpoint", "folder"),
+    # checkpoints given to --resume that are not checkpoints of this run
+    ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/empty.npz --resume",
+     "empty.npz", "empty"),
+    ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/garbage.npz --resume",
+     "garbage.npz", "not an asynclab checkpoint"),
+    ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/truncated.npz --resume",
+     "truncated.npz", "not an asynclab checkpoint"),
+    ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/foreign.npz --resume",
+     "foreign.npz", "other arrays"),
+    ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/result.npz --resume",
+     "result.npz", "Result.load"),
+    ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/array.npy --resume",
+     "array.npy", "single .npy array"),
+    ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/badheader.npz --resume",
+     "badheader.npz", "header"),
+    # demo and figures
+    ("demo --out {tmp}/demo.xyz", "--out", ".xyz"),
+    ("demo --out /proc/demo.png", "--out", "/proc"),
+    ("demo --out {tmp}", "--out", "folder"),
+    ("demo --commits 0", "--commits"),
+    ("demo --commits many", "--commits"),
+    ("figures nosuchfigure", "unknown figure", "staleness"),
+    ("figures staleness --out {tmp}/garbage.npz", "--out", "not a folder"),
+    ("figures staleness --out /proc/figures", "--out", "/proc"),
+    # sweep shares run's model flags and checks
+    ("sweep --grid learning_rate=1e-3,2e-3 --seed -1", "--seed", "2**32"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --seed 1 --seeds 0:2", "--seed", "--seeds"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --save {tmp}/grid.txt", "--save", ".npz"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --save /proc/grid.npz", "--save", "/proc"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --start 1,2 --init random", "--start"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --workers 0", "--workers"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --noise inf", "--noise"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --batch-size 0", "--batch-size"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --dim 3", "--dim", "beale"),
+    ("sweep", "--grid"),
+    # the command line itself
+    ("", "command"),
+    ("nosuchcommand", "nosuchcommand"),
+    ("run --nosuchflag", "--nosuchflag"),
+]
+
+
+# ----------------------------------------------------------------------------- API rows
+
+
+def _rule(name="downpour", **options):
+    return asynclab.rules.make_rule(name, learning_rate=1e-3, **options)
+
+
+def _trace(workers=2, commits=8, **options):
+    from asynclab.cluster import Cluster, simulate_async
+
+    return simulate_async(Cluster(workers), commits=commits, rng=0, **options)
+
+
+def _replay(rule=None, problem="beale", trace=None, **options):
+    return asynclab.replay(_rule() if rule is None else rule, problem,
+                           _trace() if trace is None else trace, **options)
+
+
+def _pmap(**options):
+    from asynclab.backends import round_robin_trace, run_pmap
+
+    return run_pmap(_rule(), asynclab.problems.beale(), round_robin_trace(1, 2), **options)
+
+
+def _threads(rule=None, **options):
+    from asynclab.backends import run_threads
+
+    options.setdefault("commits", 4)
+    return run_threads(_rule() if rule is None else rule, asynclab.problems.beale(),
+                       **options)
+
+
+def _run(*args, **options):
+    options.setdefault("commits", 8)
+    return asynclab.run(*args, **options)
+
+
+def _load(name):
+    return lambda tmp: asynclab.Result.load(tmp / name)
+
+
+# (id, call taking the files folder, words the ConfigError names)
+API = [
+    # seeds
+    ("run seeds=-1", lambda tmp: _run(seeds=-1), "seeds", "2**32"),
+    ("run seeds=2**32", lambda tmp: _run(seeds=2**32), "seeds", "2**32"),
+    ("run seeds=[0, 2**32]", lambda tmp: _run(seeds=[0, 2**32]), "seeds[1]"),
+    ("run seeds=1.5", lambda tmp: _run(seeds=1.5), "seeds", "1.5"),
+    ("run seeds=1.0", lambda tmp: _run(seeds=1.0), "seeds"),
+    ("run seeds=True", lambda tmp: _run(seeds=True), "seeds"),
+    ("run seeds='abc'", lambda tmp: _run(seeds="abc"), "seeds", "abc"),
+    ("run seeds=[]", lambda tmp: _run(seeds=[]), "seeds", "empty"),
+    ("run seeds=[[0]]", lambda tmp: _run(seeds=[[0]]), "seeds[0]"),
+    ("run seeds=array([0.5])", lambda tmp: _run(seeds=np.array([0.5])), "seeds[0]"),
+    ("run seeds=None", lambda tmp: _run(seeds=None), "seeds"),
+    ("replay seeds=-1", lambda tmp: _replay(seeds=-1), "seeds"),
+    ("replay seeds=1.5", lambda tmp: _replay(seeds=1.5), "seeds"),
+    ("replay seeds='abc'", lambda tmp: _replay(seeds="abc"), "seeds"),
+    ("replay seeds=[0, 2**32]", lambda tmp: _replay(seeds=[0, 2**32]), "seeds[1]"),
+    ("run_pmap seed=-1", lambda tmp: _pmap(seed=-1), "seed"),
+    ("run_pmap seed=1.5", lambda tmp: _pmap(seed=1.5), "seed"),
+    ("run_pmap seed=2**32", lambda tmp: _pmap(seed=2**32), "seed"),
+    ("run_threads seed=-1", lambda tmp: _threads(seed=-1), "seed"),
+    ("run_threads seed='0'", lambda tmp: _threads(seed="0"), "seed"),
+    ("random_order_trace rng=-1",
+     lambda tmp: asynclab.backends.random_order_trace(2, 3, rng=-1), "rng"),
+    # replay's arguments
+    ("replay rule name", lambda tmp: _replay(rule="downpour"), "make_rule"),
+    ("replay rule None", lambda tmp: asynclab.replay(None, "beale", _trace()), "rule"),
+    ("replay problem 42", lambda tmp: _replay(problem=42), "problem"),
+    ("replay problem unknown", lambda tmp: _replay(problem="nosuch"), "unknown problem"),
+    ("replay trace None", lambda tmp: asynclab.replay(_rule(), "beale", None), "traces"),
+    ("replay trace str", lambda tmp: asynclab.replay(_rule(), "beale", "abc"), "traces"),
+    ("replay init", lambda tmp: _replay(init="nowhere"), "init"),
+    ("replay record_every=0", lambda tmp: _replay(record_every=0), "record_every"),
+    ("replay record_every=1.5", lambda tmp: _replay(record_every=1.5), "record_every"),
+    ("replay noise=inf", lambda tmp: _replay(noise=float("inf")), "noise", "finite"),
+    ("replay noise=-1", lambda tmp: _replay(noise=-1.0), "noise"),
+    ("replay λ mismatch", lambda tmp: _replay(rule=_rule(local_steps=3)), "local_steps"),
+    ("replay sync rule, async trace", lambda tmp: _replay(rule=_rule("model_averaging")),
+     "RoundTrace"),
+    ("replay traces per seed", lambda tmp: _replay(trace=[_trace(), _trace()], seeds=[0, 1, 2]),
+     "one per seed"),
+    # run's arguments
+    ("run no budget", lambda tmp: asynclab.run(), "budget"),
+    ("run two budgets", lambda tmp: _run(horizon=5.0), "budget"),
+    ("run commits=0", lambda tmp: _run(commits=0), "commits"),
+    ("run commits=1.5", lambda tmp: _run(commits=1.5), "commits"),
+    ("run horizon=inf", lambda tmp: asynclab.run(horizon=float("inf")), "horizon"),
+    ("run commits=1e11", lambda tmp: _run(commits=10**11), "commits", "memory"),
+    ("run horizon=1e12", lambda tmp: asynclab.run(horizon=1e12, workers=8), "horizon",
+     "memory"),
+    ("run noise=inf", lambda tmp: _run(noise=float("inf")), "noise", "finite"),
+    ("run noise='x'", lambda tmp: _run(noise="x"), "noise"),
+    ("run learning_rate=1e-320", lambda tmp: _run(learning_rate=1e-320), "learning_rate",
+     "float32"),
+    ("run learning_rate=nan", lambda tmp: _run(learning_rate=float("nan")), "learning_rate"),
+    ("run workers=0", lambda tmp: _run(workers=0), "workers"),
+    ("run rule unknown", lambda tmp: _run("beale", "nosuch"), "unknown rule"),
+    ("run problem unknown", lambda tmp: _run("nosuch"), "unknown problem"),
+    ("run problem option", lambda tmp: _run(problem_options={"dim": 3}), "beale", "dim"),
+    ("run mixed workers=3", lambda tmp: _run("beale", "mixed", workers=3), "group_size"),
+    ("run mixed group sizes differ", lambda tmp: _run(
+        "beale", "mixed", cluster=asynclab.Cluster(workers=16, group_size=4), group_size=2),
+     "group_size=4"),
+    ("run cluster='x'", lambda tmp: _run(cluster="x"), "cluster"),
+    ("run init", lambda tmp: _run(init="x"), "init"),
+    ("run record_every=0", lambda tmp: _run(record_every=0), "record_every"),
+    ("run start", lambda tmp: _run(start=[1, 2, 3]), "start", "dimension"),
+    ("run hyperparameter of another rule", lambda tmp: _run(gamma=1.0), "gamma"),
+    # rules and traces
+    ("make_rule without learning_rate", lambda tmp: asynclab.rules.make_rule("downpour"),
+     "learning_rate"),
+    ("make_rule unknown", lambda tmp: asynclab.rules.make_rule("nosuch", learning_rate=1),
+     "unknown rule"),
+    ("make_rule foreign parameter", lambda tmp: _rule(gamma=1.0), "gamma"),
+    ("make_rule learning_rate=0", lambda tmp: asynclab.rules.make_rule(
+        "downpour", learning_rate=0), "learning_rate"),
+    ("make_rule learning_rate=[1]", lambda tmp: asynclab.rules.make_rule(
+        "downpour", learning_rate=[1]), "learning_rate"),
+    ("make_rule adag gamma=0", lambda tmp: _rule("adag", gamma=0), "gamma"),
+    ("random_order_trace rounds=0",
+     lambda tmp: asynclab.backends.random_order_trace(2, rounds=0, rng=0), "rounds"),
+    ("round_robin_trace n_workers=0",
+     lambda tmp: asynclab.backends.round_robin_trace(0, 3), "n_workers"),
+    ("round_robin_trace rounds=-1",
+     lambda tmp: asynclab.backends.round_robin_trace(2, -1), "rounds"),
+    ("trace_from_order bad id",
+     lambda tmp: asynclab.backends.trace_from_order([0, 5], 2), "worker"),
+    ("Cluster workers=0", lambda tmp: asynclab.Cluster(workers=0), "Cluster.workers"),
+    ("Cluster group_size=3 of 4",
+     lambda tmp: asynclab.Cluster(workers=4, group_size=3), "group_size"),
+    ("ComputeTime weibull", lambda tmp: asynclab.ComputeTime("weibull"), "distribution"),
+    ("get_problem unknown", lambda tmp: asynclab.problems.get_problem("nosuch"), "nosuch"),
+    # the device executors
+    ("run_pmap record_every=0", lambda tmp: _pmap(record_every=0), "record_every"),
+    ("run_pmap resume without file", lambda tmp: _pmap(resume=True), "checkpoint"),
+    ("run_pmap checkpoint in /proc",
+     lambda tmp: _pmap(checkpoint="/proc/c.npz"), "checkpoint", "/proc"),
+    ("run_pmap garbage checkpoint",
+     lambda tmp: _pmap(checkpoint=tmp / "garbage.npz", resume=True), "garbage.npz",
+     "not an asynclab checkpoint"),
+    ("run_pmap truncated checkpoint",
+     lambda tmp: _pmap(checkpoint=tmp / "truncated.npz", resume=True), "truncated.npz"),
+    ("run_pmap result as checkpoint",
+     lambda tmp: _pmap(checkpoint=tmp / "result.npz", resume=True), "Result.load"),
+    ("run_pmap 2 workers on 1 device", lambda tmp: asynclab.backends.run_pmap(
+        _rule(), asynclab.problems.beale(), asynclab.backends.round_robin_trace(2, 2)),
+     "xla_force_host_platform_device_count"),
+    ("run_threads commits=0", lambda tmp: _threads(commits=0), "commits"),
+    ("run_threads workers=0", lambda tmp: _threads(workers=0), "workers"),
+    ("run_threads synchronous rule", lambda tmp: _threads(rule=_rule("model_averaging")),
+     "synchronous"),
+    ("run_threads init=random_per_worker", lambda tmp: _threads(init="random_per_worker"),
+     "random_per_worker"),
+    ("run_threads init unknown", lambda tmp: _threads(init="nowhere"), "init"),
+    ("run_threads 2 workers on 1 device", lambda tmp: _threads(workers=2),
+     "xla_force_host_platform_device_count"),
+    # Result.load on what is not a saved result
+    ("Result.load missing", _load("missing.npz"), "missing.npz", "no such file"),
+    ("Result.load empty", _load("empty.npz"), "empty.npz", "empty"),
+    ("Result.load garbage", _load("garbage.npz"), "garbage.npz", "not an asynclab result"),
+    ("Result.load truncated", _load("truncated.npz"), "truncated.npz", "not an asynclab"),
+    ("Result.load foreign npz", _load("foreign.npz"), "foreign.npz", "other arrays"),
+    ("Result.load checkpoint", _load("checkpoint.npz"), "checkpoint.npz", "checkpoint"),
+    ("Result.load npy", _load("array.npy"), "array.npy", "single .npy array"),
+    ("Result.load folder", lambda tmp: asynclab.Result.load(tmp), "not a regular file"),
+    ("Result.load bad config", _load("badconfig.npz"), "badconfig.npz", "config"),
+]
+
+
+# ----------------------------------------------------------------------------- subprocess rows
+# (arguments, words the error names): what needs a fresh process (simulated devices)
+
+SUBPROCESS = [
+    ("run --backend pmap --devices 2 --simulate-devices --rule mixed --workers 2",
+     "--workers 2", "groups of 2"),
+    ("run --backend pmap --devices 2 --simulate-devices --commits 6 "
+     "--checkpoint {tmp}/garbage.npz --resume", "garbage.npz", "not an asynclab checkpoint"),
+]
+
+
+# ----------------------------------------------------------------------------- the files
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    """Empty, garbage, truncated and foreign files, a real result and a real checkpoint."""
+    tmp = tmp_path_factory.mktemp("bad-inputs")
+    (tmp / "empty.npz").write_bytes(b"")
+    (tmp / "garbage.npz").write_bytes(os.urandom(3000))
+    np.savez(tmp / "foreign.npz", weights=np.ones(3), bias=np.zeros(1))
+    np.save(tmp / "array.npy", np.arange(4))
+    np.savez(tmp / "badconfig.npz", config_json=np.array("{not json"),
+             **{name: np.zeros(1) for name in ("seeds", "time", "worker", "staleness",
+                                               "record_events", "loss", "final_params",
+                                               "diverged_at")})
+    np.savez(tmp / "badheader.npz", header=np.array("{not json"))
+    result = asynclab.run("beale", "downpour", workers=2, commits=6)
+    result.save(tmp / "result.npz")
+    whole = (tmp / "result.npz").read_bytes()
+    (tmp / "truncated.npz").write_bytes(whole[: len(whole) // 2])
+    from asynclab.backends import _checkpoint
+
+    _checkpoint.save(tmp / "checkpoint.npz", {"rule": "downpour"}, (np.zeros(2),), 1, -1,
+                     {"loss": np.zeros(1)})
+    return tmp
+
+
+# ----------------------------------------------------------------------------- the tests
+
+
+def _error_text(argv, capsys) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own refusals
+        code = stop.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("row", CLI, ids=[row[0] or "(nothing)" for row in CLI])
+def test_cli_refuses(row, files, capsys):
+    args, *words = row
+    argv = [a.replace("{tmp}", str(files)) for a in shlex.split(args)]
+    code, err = _error_text(argv, capsys)
+    assert code == 2, err
+    assert err.startswith("asynclab: error:"), err
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, (word, err)
+
+
+@pytest.mark.parametrize("row", API, ids=[row[0] for row in API])
+def test_api_refuses(row, files):
+    _, call, *words = row
+    with pytest.raises(ConfigError) as error:
+        call(files)
+    for word in words:
+        assert word in str(error.value), (word, str(error.value))
+
+
+def _cli_process(args: str, tmp: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    argv = [a.replace("{tmp}", str(tmp)) for a in shlex.split(args)]
+    return subprocess.run([sys.executable, "-m", "asynclab.cli", *argv], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def processes(files):
+    """Every subprocess row, run two at a time."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {row[0]: pool.submit(_cli_process, row[0], files) for row in SUBPROCESS}
+        return {args: future.result() for args, future in futures.items()}
+
+
+@pytest.mark.parametrize("row", SUBPROCESS, ids=[row[0] for row in SUBPROCESS])
+def test_cli_refuses_in_a_fresh_process(row, processes):
+    args, *words = row
+    proc = processes[args]
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.startswith("asynclab: error:"), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    for word in words:
+        assert word in proc.stderr, (word, proc.stderr)
+
+
+def test_the_table_covers_every_entry_point():
+    assert len(CLI) + len(API) + len(SUBPROCESS) >= 120
+    commands = {shlex.split(row[0])[0] for row in CLI if row[0]}
+    assert {"run", "sweep", "demo", "figures"} <= commands
+
+
+# ----------------------------------------------------------------------------- accepted
+# Configurations that used to be refused or misread, and must run.
+
+
+def test_mixed_rule_runs_with_its_own_default_group_size():
+    result = asynclab.run("beale", "mixed", workers=4, commits=20)
+    assert result.config["hyperparameters"]["group_size"] == 2
+    assert result.config["workers"] == 4
+
+
+def test_mixed_rule_takes_the_clusters_group_size():
+    cluster = asynclab.Cluster(workers=16, group_size=4)
+    result = asynclab.run("beale", "mixed", cluster=cluster, commits=20)
+    assert result.config["hyperparameters"]["group_size"] == 4
+    # four groups commit in turn: the staleness never exceeds a few rounds of them
+    assert result.staleness.max() < 4 * 4
+
+
+def test_replay_takes_a_problem_by_name():
+    by_name = _replay(problem="beale", seeds=[0, 1], noise=1.0)
+    by_object = _replay(problem=asynclab.problems.beale(), seeds=[0, 1], noise=1.0)
+    np.testing.assert_array_equal(by_name.final_params, by_object.final_params)
+
+
+def test_seeds_of_every_accepted_form_give_the_same_runs():
+    runs = [_run(seeds=s, noise=1.0).final_params for s in
+            ([3, 4], (3, 4), range(3, 5), np.array([3, 4]), [np.int64(3), np.uint32(4)])]
+    for other in runs[1:]:
+        np.testing.assert_array_equal(runs[0], other)
+
+
+def test_the_largest_seed_is_not_the_smallest():
+    final = _run(seeds=[0, 2**32 - 1], noise=1.0).final_params
+    assert not np.array_equal(final[0], final[1])
+
+
+def test_learning_rate_at_the_float32_limit_is_accepted():
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    assert np.float32(tiny) > 0
+    assert _rule("downpour").name == "downpour"
+    assert asynclab.rules.make_rule("downpour", learning_rate=tiny).hyperparameters[
+        "learning_rate"] == tiny
+
+
+def test_a_missing_output_folder_is_created_before_the_run(tmp_path, capsys):
+    plot, save = tmp_path / "a" / "b" / "run.png", tmp_path / "c" / "run.npz"
+    assert main(["run", "--workers", "2", "--commits", "20", "--plot", str(plot),
+                 "--save", str(save)]) == 0
+    assert plot.stat().st_size > 0 and asynclab.Result.load(save).n_events == 20
+
+
+def test_a_diverged_run_leaks_no_overflow_warning(tmp_path):
+    proc = _cli_process(f"run --learning-rate 10 --noise 100 --commits 300 --seeds 0:2 "
+                        f"--plot {tmp_path}/d.png --json", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["diverged"] == [True, True]
+    assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_device_runs_of_mixed_groups_and_diverged_wall_time(tmp_path):
+    """One group per device; a diverged device run reports the time it ran, not NaN."""
+    mixed = _cli_process("run --backend pmap --devices 2 --simulate-devices --rule mixed "
+                         "--param group_size=2 --commits 12 --json", tmp_path)
+    assert mixed.returncode == 0, mixed.stderr[-2000:]
+    out = json.loads(mixed.stdout)
+    assert out["workers"] == 4 and out["hyperparameters"]["group_size"] == 2
+    assert out["events"] == 12
+    diverged = _cli_process("run --backend pmap --devices 2 --simulate-devices "
+                            "--learning-rate 10 --noise 100 --commits 200 --json", tmp_path)
+    assert diverged.returncode == 0, diverged.stderr[-2000:]
+    out = json.loads(diverged.stdout)
+    assert out["diverged"] is True
+    assert 0 < out["segments_run"] < out["segments"]
+    assert np.isfinite(out["wall_time"]) and out["wall_time"] > 0
+    assert "Warning" not in diverged.stderr
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+def test_device_runs_show_progress_bars_when_asked(capsys):
+    from asynclab.backends import round_robin_trace, run_pmap, run_threads
+
+    rule, beale = _rule(), asynclab.problems.beale()
+    run_pmap(rule, beale, round_robin_trace(1, 40), progress=True)
+    assert "downpour on 1 device(s)" in capsys.readouterr().err  # tqdm draws at its pace
+    run_pmap(rule, beale, round_robin_trace(1, 40), progress=False)
+    assert capsys.readouterr().err == ""
+    run_threads(rule, beale, commits=30, workers=1, progress=True)
+    err = capsys.readouterr().err
+    assert "downpour on 1 thread(s)" in err and "/30" in err
+
+
+# ----------------------------------------------------------------------------- help
+
+
+def _help(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--help"])
+    assert stop.value.code == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+
+
+def test_run_help_shows_defaults_and_lists_problems(capsys):
+    text = _help(["run"], capsys)
+    for name in asynclab.problems.PROBLEMS:
+        assert name in text
+    for default in ("(default: beale)", "(default: downpour)", "(default: 0.001)",
+                    "(default: 0.0)", "(default: 1000)", "(default: 0)", "(default: sim)",
+                    "(default: start)", "(default: exponential)"):
+        assert default in text, default
+    assert "regression)" not in text.replace("linear_regression", "")
+
+
+def test_figures_help_lists_the_figures(capsys):
+    from asynclab.figures import available
+
+    text = _help(["figures"], capsys)
+    assert available() and all(name in text for name in available())
+
+
+def test_demo_help_shows_defaults(capsys):
+    text = _help(["demo"], capsys)
+    assert "(default: asynclab-demo.png)" in text and "(default: 20000)" in text
+
+
+# ----------------------------------------------------------------------------- Ctrl-C
+
+
+def _interrupt(argv: list[str], ready, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Start ``asynclab argv``, send SIGINT once ``ready()`` holds, return what it did."""
+    # a shell without job control starts background jobs with SIGINT ignored, and the
+    # child would inherit that: install Python's handler in it, then run the executable
+    start = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             "from asynclab.cli import console; console()")
+    proc = subprocess.Popen([sys.executable, "-c", start, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_ctrl_c_stops_a_run_with_one_line(tmp_path):
+    started = time.monotonic()
+    proc = _interrupt(["run", "--commits", "5000000", "--workers", "2", "--record-every",
+                       "100000"], lambda: time.monotonic() - started > 6)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "asynclab: interrupted"
+
+
+def test_ctrl_c_stops_free_running_threads(tmp_path):
+    started = time.monotonic()
+    proc = _interrupt(["run", "--backend", "threads", "--devices", "2", "--simulate-devices",
+                       "--commits", "2000000"], lambda: time.monotonic() - started > 10)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "asynclab: interrupted"
+
+
+def test_ctrl_c_with_a_checkpoint_says_how_to_resume(tmp_path):
+    checkpoint = tmp_path / "run.npz"
+    argv = ["run", "--backend", "pmap", "--devices", "2", "--simulate-devices", "--commits",
+            "40000", "--checkpoint", str(checkpoint), "--checkpoint-every", "16", "--json"]
+    proc = _interrupt(argv, checkpoint.exists)
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("asynclab: interrupted") and "--resume" in last
+    assert str(checkpoint) in last
+    with zipfile.ZipFile(checkpoint) as archive:  # the checkpoint on disk is whole
+        assert "header.npy" in archive.namelist()
