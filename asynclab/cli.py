@@ -106,10 +106,15 @@ def summary(result, problem) -> dict:
         "simulated_time": [float(t) for t in result.simulated_time],
         "diverged": result.diverged.tolist(),
         "diverged_at": [int(t) if t >= 0 else None for t in result.diverged_at],
-        "success": problem.success(result.final_params).tolist(),
     }
-    if problem.dim <= 10:
-        out["final_params"] = result.final_params.tolist()
+    if problem.is_surface:
+        out["success"] = problem.success(result.final_params).tolist()
+    if problem.flat and problem.dim <= 10:
+        out["final_params"] = np.asarray(result.final_params).tolist()
+    if result.metrics:
+        out["final_accuracy"] = _finite_list(result.final_accuracy)
+        out["final_validation_loss"] = _finite_list(result.final_validation_loss)
+        out["model"] = dict(problem.info or {})
     if single:
         for key in ("final_loss", "simulated_time", "diverged", "diverged_at", "success",
                     "final_params"):
@@ -139,9 +144,18 @@ def _print_summary(result, problem, out=None) -> None:
           + (" …" if losses.size > 8 else ""), file=out)
     if "final_params" in s and result.n_seeds == 1:
         print(f"  final centre: {np.round(s['final_params'], 4).tolist()}", file=out)
-    success = np.atleast_1d(s["success"])
-    print(f"  within {problem.success_radius} of the global minimum: "
-          f"{int(success.sum())}/{success.size}", file=out)
+    if "success" in s:
+        success = np.atleast_1d(s["success"])
+        print(f"  within {problem.success_radius} of the global minimum: "
+              f"{int(success.sum())}/{success.size}", file=out)
+    if "final_accuracy" in s:
+        accuracy = np.asarray(s["final_accuracy"], dtype=float)
+        info = s["model"]
+        print(f"  {info.get('dataset')}, {info.get('model')} ({info.get('parameters')} "
+              f"parameters), batch {info.get('batch_size')}, shards {info.get('shards')}",
+              file=out)
+        print("  final validation accuracy: " + ", ".join(f"{v:.4f}" for v in accuracy[:8])
+              + (" …" if accuracy.size > 8 else ""), file=out)
     diverged = np.atleast_1d(s["diverged"])
     if diverged.any():
         at = [t for t in np.atleast_1d(s["diverged_at"]) if t is not None]
@@ -271,6 +285,13 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     _add_model_arguments(p)
+    p.add_argument("--model", default=None,
+                   help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16 "
+                        "(default: the data set's own)")
+    p.add_argument("--batch-size", type=_count(1), default=None,
+                   help="digits/mnist/collider: examples per local step (default 32)")
+    p.add_argument("--shards", default=None,
+                   help="digits/mnist/collider: iid, class or dirichlet:ALPHA (default iid)")
     p.add_argument("--backend", default="sim", choices=("sim", "pmap", "threads"),
                    help="sim: simulated cluster; pmap: one worker per device, "
                    "replaying the simulated schedule; threads: free-running workers")
@@ -376,11 +397,29 @@ def _compute(args):
 
 
 def _problem_options(args) -> dict:
+    from .problems import DATA_PROBLEMS
+
     options = {}
+    data = args.problem in DATA_PROBLEMS
     if args.dim is not None:
+        if data:
+            raise ConfigError(f"--dim: {args.problem} is a data set; its dimension is the "
+                              "model's (choose the model with --model)")
         options["dim"] = args.dim
     if args.condition is not None:
         options["condition"] = args.condition
+    for field in ("model", "batch_size", "shards"):
+        value = getattr(args, field, None) if hasattr(args, "shards") else None
+        if value is None:
+            continue
+        flag = "--" + field.replace("_", "-")
+        if not data:
+            raise ConfigError(f"{flag} applies to the data problems "
+                              f"({', '.join(DATA_PROBLEMS)}), not to {args.problem!r}")
+        options[field] = value
+    if data and getattr(args, "start", None) is not None:
+        raise ConfigError(f"--start: {args.problem} has a net's parameters; its start is "
+                          "the model's seeded initialisation")
     return options
 
 
@@ -409,13 +448,16 @@ def _run(args) -> int:
     if args.backend != "sim":
         return _run_on_devices(args)
     from .engine import run
-    from .problems import get_problem
+    from .problems import DATA_PROBLEMS, get_problem
 
-    problem = get_problem(args.problem, **_problem_options(args))
     options = _simulation_options(args)
     cluster = _log_cluster(args)
     if cluster is not None:  # the log's cluster decides the workers and their times
         options.update(workers=None, cluster=cluster)
+    problem_options = dict(options["problem_options"])
+    if args.problem in DATA_PROBLEMS:  # one shard per worker, as run() makes them
+        problem_options["workers"] = cluster.workers if cluster else options["workers"]
+    problem = get_problem(args.problem, **problem_options)
     result = run(args.problem, args.rule, **options)
     _report(args, result, problem)
     return 0
@@ -470,10 +512,12 @@ def _run_on_devices(args) -> int:
     n, devices = _devices(args)
 
     from .engine import Result, build_rule, schedule
-    from .problems import get_problem
+    from .problems import DATA_PROBLEMS, get_problem
 
     seed = _seeds(args)[0]
     options = _problem_options(args)
+    if args.problem in DATA_PROBLEMS:
+        options["workers"] = n  # one shard per worker
     problem = get_problem(args.problem, **options)
     if args.start is not None:
         from .engine._run import with_start

@@ -237,6 +237,16 @@ def test_one_device_sequential_sgd_with_a_mismatched_checkpoint(tmp_path):
         run_pmap(rule, beale(), trace, seed=1, noise=0.7, checkpoint=path, resume=True)
 
 
+def test_a_net_problem_matches_the_replay():
+    """digits with an MLP: every executor reads the same mini-batches for the same seed,
+    so the devices' final parameters and losses are the replay's."""
+    report = _report(*_finish(start(SCRIPTS / "pmap_nets.py", 4, devices=4), timeout=480))
+    assert report["devices"] == 4
+    failures = [f"{c['rule']}:\n{c.get('error')}" for c in report["cases"] if not c["ok"]]
+    assert not failures, "\n\n".join(failures)
+    assert {c["rule"] for c in report["cases"]} == {"downpour", "agn", "easgd",
+                                                    "model_averaging"}
+    assert all(c["moved"] > 1e-3 for c in report["cases"])  # the runs did train
 def test_child_environment_selects_simulated_cpu_devices():
     from asynclab.backends import child_environment
 

@@ -46,7 +46,10 @@ def trace_hash(trace) -> str:
 
 def fingerprint(rule, problem, trace, **settings) -> dict:
     """What identifies a run: a checkpoint resumes only a run with the same fingerprint."""
-    start = hashlib.sha256(np.ascontiguousarray(problem.start).tobytes()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    for leaf in jax.tree.leaves(problem.start):
+        digest.update(np.ascontiguousarray(leaf).tobytes())
+    start = digest.hexdigest()[:16]
     value = {
         "rule": rule.name,
         "hyperparameters": dict(rule.hyperparameters),

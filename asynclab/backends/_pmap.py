@@ -473,7 +473,7 @@ def run_pmap(
     n = trace.n_workers
     devices, ids = _resolve_devices(n, devices)
     if record_paths is None:
-        record_paths = problem.dim <= 2
+        record_paths = problem.flat and problem.dim <= 2
     record_paths = bool(record_paths) and jax.process_count() == 1
     noise = float(noise)
     fingerprint = _checkpoint.fingerprint(rule, problem, trace, seed=seed, noise=noise,
@@ -491,7 +491,7 @@ def run_pmap(
               (rule.values if rule.structure is not None else {}).items()}
     server, workers, first_loss = _initial(rule, problem, n, init)(init_key, values)
     first_loss = float(first_loss)
-    first_center = np.asarray(server.center)
+    first_center = np.asarray(server.center) if record_paths else None
     server = jax.tree.map(np.asarray, server)
     workers = jax.tree.map(lambda x: np.asarray(x)[ids], workers)  # this process's rows
     template = (server, workers)
@@ -552,7 +552,7 @@ def run_pmap(
         record_events=np.minimum(np.arange(math.ceil(n_events / record_every) + 1)
                                  * record_every, n_events),
         loss=loss,
-        final_params=_replica(shared.server.center)[None],
+        final_params=jax.tree.map(lambda x: _replica(x)[None], shared.server.center),
         diverged_at=np.asarray([diverged_at], np.int64),
         center_path=center_path,
         worker_path=worker_path,

@@ -116,7 +116,7 @@ def run_threads(
     lock = threading.Lock()
     record: list[tuple[float, int, int, float]] = []
     centers: list[np.ndarray] = []
-    keep_path = problem.dim <= 10
+    keep_path = problem.flat and problem.dim <= 10
     shared = {"server": server, "clock": 0, "stop": False}
     errors: list[BaseException] = []
     start = time.perf_counter()
@@ -170,7 +170,7 @@ def run_threads(
                   local_steps=rule.local_steps)
     return ThreadsRun(
         trace=trace,
-        final_params=np.asarray(shared["server"].center),
+        final_params=jax.tree.map(np.asarray, shared["server"].center),
         center_path=np.stack(centers) if keep_path else None,
         local_time=spent.astype(np.float64),
         wall_time=wall,

@@ -105,17 +105,21 @@ def seed_keys_batch(seeds, n_workers: int):
     return jax.vmap(lambda s: seed_keys(s, n_workers))(seeds)
 
 
+def _broadcast(tree, n: int):
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), tree)
+
+
 def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: str = "start"):
     """``(server, workers)`` at the start of a run; workers stacked on a leading axis."""
     if init == "start":
         center = problem.initial_params()
-        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
+        starts = _broadcast(center, n_workers)
     elif init == "random":
         center = problem.initial_params(init_key)
-        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
+        starts = _broadcast(center, n_workers)
     else:  # random_per_worker
         starts = problem.initial_params(init_key, n_workers)
-        center = jnp.mean(starts, axis=0)
+        center = jax.tree.map(lambda x: jnp.mean(x, axis=0), starts)
     server = rule.init_server(center)
     workers = jax.vmap(rule.init_worker, in_axes=(0, None))(starts, server)
     return server, workers

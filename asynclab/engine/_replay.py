@@ -102,8 +102,10 @@ def synchronous_event(rule, gradient, n_workers):
     return event
 
 
-def chunk_runner(event, loss, record_paths: bool):
-    """A function replaying ``(blocks, k)`` events and recording after every block."""
+def chunk_runner(event, loss, record_paths: bool, evaluate=None):
+    """A function replaying ``(blocks, k)`` events and recording after every block: the
+    central loss, with ``evaluate`` the centre's metrics (a dict), with ``record_paths``
+    the centre and the workers' local parameters."""
 
     def chunk(carry: Carry, worker_keys, events):
         def block(carry, block_events):
@@ -116,7 +118,11 @@ def chunk_runner(event, loss, record_paths: bool):
             value, diverged_at = recorded_loss(loss, center, carry.diverged_at,
                                                block_events[2][-1])
             carry = carry._replace(diverged_at=diverged_at)
-            return carry, (value, center if record_paths else None, paths)
+            metrics = None
+            if evaluate is not None:
+                metrics = {k: jnp.where(carry.diverged_at >= 0, jnp.nan, v)
+                           for k, v in evaluate(center).items()}
+            return carry, (value, center if record_paths else None, paths, metrics)
 
         return jax.lax.scan(block, carry, events)
 
@@ -170,7 +176,9 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
         def initial(k, values):
             TRACE_COUNT["initial"] += 1
             carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init)
-            return carry, problem.loss(carry.server.center)
+            center = carry.server.center
+            metrics = None if problem.evaluate is None else problem.evaluate(center)
+            return carry, (problem.loss(center), metrics)
 
         fn = jax.jit(jax.vmap(initial))
         _INITIAL[key] = (rule, problem, fn)
@@ -228,7 +236,8 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
             event = synchronous_event(built, gradient, n_workers)
         else:
             event = asynchronous_event(built, gradient)
-        return chunk_runner(event, problem.loss, record_paths)(carry, worker_keys, events)
+        return chunk_runner(event, problem.loss, record_paths, problem.evaluate)(
+            carry, worker_keys, events)
 
     fn = jax.jit(jax.vmap(chunk, in_axes=(0, 0, None if shared else 0, 0)),
                  donate_argnums=(0,))
@@ -314,7 +323,10 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _
         raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
     record_every = int(record_every)
     if record_paths is None:
-        record_paths = problem.dim <= 2
+        record_paths = problem.flat and problem.dim <= 2
+    if record_paths and not problem.flat:
+        raise ConfigError(f"record_paths needs one parameter vector; {problem.name} has a "
+                          "pytree of parameters")
 
     # Lay the events out as (chunks, blocks, k), padding with inactive events.
     n_blocks = math.ceil(n_events / record_every)
@@ -334,10 +346,11 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _
 
 class _Replayed(NamedTuple):
     loss: np.ndarray
-    final_params: np.ndarray
+    final_params: object
     diverged_at: np.ndarray
     center_path: np.ndarray | None
     worker_path: np.ndarray | None
+    metrics: dict | None = None
 
 
 def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar):
@@ -349,18 +362,22 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
                                 shared)
     values = {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
     init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n_workers)
-    carry, first_loss = _initial_carry_batch(rule, problem, n_workers, init)(init_keys, values)
+    carry, (first_loss, first_metrics) = _initial_carry_batch(rule, problem, n_workers, init)(
+        init_keys, values)
     first_loss = np.asarray(first_loss)
-    first_center = np.asarray(carry.server.center)
+    first_center = np.asarray(carry.server.center) if plan.record_paths else None
 
-    losses, centers, paths = [], [], []
+    losses, centers, paths, metrics = [], [], [], []
     step = plan.blocks_per_chunk * plan.record_every
     for c in range(plan.n_chunks):
         chunk_events = tuple(
             jnp.asarray(a[0, c] if shared else a[rows, c]) for a in plan.events
         )
-        carry, (value, center, path) = run_chunk(carry, worker_keys, chunk_events, values)
+        carry, (value, center, path, metric) = run_chunk(carry, worker_keys, chunk_events,
+                                                         values)
         losses.append(np.asarray(value))
+        if metric is not None:
+            metrics.append({k: np.asarray(v) for k, v in metric.items()})
         if plan.record_paths:
             centers.append(np.asarray(center))
             paths.append(np.asarray(path))
@@ -368,6 +385,9 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
         if c + 1 < plan.n_chunks and np.all(np.asarray(carry.diverged_at) >= 0):
             remaining = plan.n_chunks - c - 1
             losses.append(np.full((batch, remaining * plan.blocks_per_chunk), np.nan))
+            if metrics:
+                metrics.append({k: np.full((batch, remaining * plan.blocks_per_chunk), np.nan)
+                                for k in metrics[0]})
             if plan.record_paths:
                 centers.append(np.full((batch, remaining * plan.blocks_per_chunk,
                                         problem.dim), np.nan))
@@ -387,8 +407,17 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
         tail = (n_workers, problem.dim) if rule.synchronous else (problem.dim,)
         worker_path = np.concatenate(
             [p.reshape((batch, -1) + tail) for p in paths], axis=1)[:, :plan.n_events]
-    return _Replayed(loss, np.asarray(carry.server.center), np.asarray(carry.diverged_at),
-                     center_path, worker_path)
+    recorded = None
+    if first_metrics is not None:
+        recorded = {
+            k: np.concatenate([np.asarray(first)[:, None]]
+                              + [m[k].reshape(batch, -1) for m in metrics],
+                              axis=1)[:, : plan.n_blocks + 1]
+            for k, first in first_metrics.items()
+        }
+    final = jax.tree.map(np.asarray, carry.server.center)
+    return _Replayed(loss, final, np.asarray(carry.diverged_at), center_path, worker_path,
+                     recorded)
 
 
 def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
@@ -405,6 +434,7 @@ def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
         diverged_at=out.diverged_at,
         center_path=out.center_path,
         worker_path=out.worker_path,
+        metrics=out.metrics,
     )
 
 

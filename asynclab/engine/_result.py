@@ -35,13 +35,18 @@ class Result:
         the padding after a shorter trace when traces of several lengths replay together).
       record_events: ``(R,)`` number of events done at each loss record (0 = the start).
       loss: ``(S, R)`` central loss at each record (NaN once a run has diverged).
-      final_params: ``(S, d)`` the final centre (the last finite one if the run diverged).
+      final_params: ``(S, d)`` the final centre (the last finite one if the run diverged);
+        for a problem with pytree parameters (a net) the same pytree with a leading
+        seed axis on every leaf (a nested dict of arrays).
       diverged_at: ``(S,)`` the event at which the centre became non-finite (or its loss,
         checked at each record), or -1.
       center_path: ``(S, R, d)`` the centre at each record, or None (problems with d > 2).
       worker_path: the committing worker's parameters after its local work, ``(S, T, d)``
         (asynchronous), or every worker's after each round's local work, ``(S, T, n, d)``
         (synchronous); None when not recorded.
+      metrics: what the problem evaluates beside the loss at each record, ``name ->
+        (S, R)`` (a net's ``validation_loss`` and ``accuracy``, validation accuracy of
+        the centre, NaN once diverged); None for problems without an evaluation.
     """
 
     config: dict[str, Any]
@@ -51,10 +56,11 @@ class Result:
     staleness: np.ndarray
     record_events: np.ndarray
     loss: np.ndarray
-    final_params: np.ndarray
+    final_params: Any
     diverged_at: np.ndarray
     center_path: np.ndarray | None = None
     worker_path: np.ndarray | None = None
+    metrics: dict[str, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ derived views
     @property
@@ -90,6 +96,16 @@ class Result:
         return self.loss[..., -1]
 
     @property
+    def final_accuracy(self) -> np.ndarray | None:
+        """``(S,)`` the centre's validation accuracy at the last record, or None."""
+        return None if not self.metrics else self.metrics["accuracy"][..., -1]
+
+    @property
+    def final_validation_loss(self) -> np.ndarray | None:
+        """``(S,)`` the centre's validation loss at the last record, or None."""
+        return None if not self.metrics else self.metrics["validation_loss"][..., -1]
+
+    @property
     def simulated_time(self) -> np.ndarray:
         """``(Tr,)`` simulated seconds the whole schedule took."""
         return self.time[:, -1] if self.n_events else np.zeros(self.time.shape[0])
@@ -121,6 +137,10 @@ class Result:
             path = path.with_suffix(".npz")
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {name: getattr(self, name) for name in _ARRAYS if getattr(self, name) is not None}
+        if isinstance(self.final_params, dict):
+            del arrays["final_params"]
+            arrays.update(_flatten("final_params", self.final_params))
+        arrays.update(_flatten("metrics", self.metrics or {}))
         arrays["config_json"] = np.array(json.dumps(self.config, sort_keys=True))
         tmp = path.with_name(path.name + ".tmp.npz")
         np.savez_compressed(tmp, **arrays)
@@ -142,7 +162,9 @@ class Result:
                     if "header" in data else
                     f"an .npz of other arrays ({', '.join(sorted(data)[:6]) or 'none'})")
             raise ConfigError(f"Result.load: {str(path)!r} is not {what}: it is {kind}")
-        missing = [name for name in _REQUIRED if name not in data]
+        nested = {name: data[name] for name in data if "/" in name}
+        trees = _unflatten(nested)
+        missing = [name for name in _REQUIRED if name not in data and name not in trees]
         try:
             config = json.loads(str(data["config_json"]))
         except ValueError:
@@ -151,4 +173,27 @@ class Result:
             problem = f"it lacks {', '.join(missing)}" if missing else "its config is not JSON"
             raise ConfigError(f"Result.load: {str(path)!r} is not {what}: {problem}")
         fields = {name: data[name] for name in _ARRAYS if name in data}
+        fields.update(trees)
         return cls(config=config, **fields)
+
+
+def _flatten(prefix: str, tree: dict) -> dict[str, np.ndarray]:
+    """``{"prefix/a/b": array}`` from a nested dict of arrays."""
+    out = {}
+    for name, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flatten(f"{prefix}/{name}", value))
+        else:
+            out[f"{prefix}/{name}"] = np.asarray(value)
+    return out
+
+
+def _unflatten(flat: dict[str, np.ndarray]) -> dict:
+    out: dict = {}
+    for path, value in flat.items():
+        *parents, leaf = path.split("/")
+        node = out
+        for name in parents:
+            node = node.setdefault(name, {})
+        node[leaf] = value
+    return out

@@ -16,7 +16,7 @@ from ..cluster import (
     simulate_sync,
     simulate_sync_with_warmup,
 )
-from ..problems import Problem, get_problem
+from ..problems import DATA_PROBLEMS, Problem, get_problem
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._core import run_config
@@ -118,6 +118,9 @@ def _cluster_from(cluster, workers, compute, group_size) -> Cluster:
 
 def with_start(problem: Problem, start) -> Problem:
     """``problem`` with another fixed starting point, checked against its dimension."""
+    if not problem.flat:
+        raise ConfigError(f"start: {problem.name} has a net's parameters, not a vector; "
+                          "its start is the model's seeded initialisation")
     try:
         point = np.asarray(start, dtype=np.float64)
     except (TypeError, ValueError):
@@ -221,13 +224,17 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
              hyperparameters, record_every=None, record_paths=None):
     """The checked problem, rule, traces, seeds and config of a run (see :func:`run`)."""
     problem_name = problem if isinstance(problem, str) else problem.name
-    problem = get_problem(problem, **(problem_options or {}))
-    if start is not None:
-        problem = with_start(problem, start)
     group_size = rule_group_size(rule, hyperparameters, cluster)
     if isinstance(rule, str) and group_size != 1:
         hyperparameters = {**hyperparameters, "group_size": group_size}
     cluster = _cluster_from(cluster, workers, compute, group_size)
+    problem_options = dict(problem_options or {})
+    if isinstance(problem, str) and problem in DATA_PROBLEMS:
+        # one shard per worker (a group's members are workers g·m + j)
+        problem_options.setdefault("workers", cluster.workers)
+    problem = get_problem(problem, **problem_options)
+    if start is not None:
+        problem = with_start(problem, start)
     rule = _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster)
     if rule.name == "sequential_sgd" and cluster.workers != 1:
         raise ConfigError(f"sequential_sgd runs one worker, got workers={cluster.workers}")

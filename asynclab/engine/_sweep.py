@@ -12,6 +12,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 
+import jax
 import numpy as np
 
 from .._errors import ConfigError
@@ -222,14 +223,19 @@ def replay_grid(
             out = _replay_batch(rule, problem, plan, seed_of[index], row_of[index],
                                 {k: v[index] for k, v in values.items()}, noise=noise,
                                 init=init, bar=_Partial(bar, live.mean()))
-            parts.append(_Replayed(*(None if a is None else a[live] for a in out)))
+            parts.append(_Replayed(*(None if a is None else jax.tree.map(
+                lambda x, live=live: x[live], a) for a in out)))
 
     def joined(field):
         arrays = [getattr(p, field) for p in parts]
         if arrays[0] is None:
             return None
-        whole = np.concatenate(arrays, axis=0)
-        return whole.reshape(shape + (n_seeds,) + whole.shape[1:])
+
+        def join(*leaves):  # a net's parameters and metrics are dicts of arrays
+            whole = np.concatenate(leaves, axis=0)
+            return whole.reshape(shape + (n_seeds,) + whole.shape[1:])
+
+        return jax.tree.map(join, *arrays)
 
     out = _Replayed(*(joined(f) for f in _Replayed._fields))
     config = dict(config or run_config(rule, problem, workers=plan.n_workers, seeds=seeds,

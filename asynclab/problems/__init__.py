@@ -3,6 +3,9 @@
 import functools
 
 from .._errors import ConfigError
+from .._oracle import Oracle as Oracle
+from .._oracle import additive_noise as additive_noise
+from .._oracle import per_step as per_step
 from ._analytic import beale as beale
 from ._analytic import booth as booth
 from ._analytic import himmelblau as himmelblau
@@ -10,6 +13,11 @@ from ._analytic import quadratic as quadratic
 from ._analytic import rosenbrock as rosenbrock
 from ._data import linear_regression as linear_regression
 from ._data import regression_data as regression_data
+from ._nets import DEFAULT_MODELS as DEFAULT_MODELS
+from ._nets import collider as collider
+from ._nets import data_problem as data_problem
+from ._nets import digits as digits
+from ._nets import mnist as mnist
 from ._problem import Problem as Problem
 from ._problem import stochastic_gradient as stochastic_gradient
 
@@ -20,7 +28,13 @@ PROBLEMS = {
     "himmelblau": himmelblau,
     "quadratic": quadratic,
     "linear_regression": linear_regression,
+    "digits": digits,
+    "mnist": mnist,
+    "collider": collider,
 }
+
+#: the problems over data sets with a net (``model``, ``batch_size``, ``shards`` options)
+DATA_PROBLEMS = ("digits", "mnist", "collider")
 
 
 def get_problem(name: str, **options) -> Problem:
@@ -44,13 +58,22 @@ def _built(name: str, options: tuple) -> Problem:
 
 
 __all__ = [
+    "DATA_PROBLEMS",
+    "DEFAULT_MODELS",
     "PROBLEMS",
+    "Oracle",
     "Problem",
+    "additive_noise",
     "beale",
     "booth",
+    "collider",
+    "data_problem",
+    "digits",
     "get_problem",
     "himmelblau",
     "linear_regression",
+    "mnist",
+    "per_step",
     "quadratic",
     "regression_data",
     "rosenbrock",

@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _random
 from .._errors import ConfigError
+from .._oracle import Oracle, additive_noise
 
 Array = jax.Array
 
@@ -18,23 +18,35 @@ Array = jax.Array
 class Problem(NamedTuple):
     """A test problem.
 
-    Parameters are a flat ``float32`` vector of length ``dim``. A worker's stochastic
-    gradient at its local step ``step`` is the gradient of ``batch_loss`` on the batch
-    ``batch(worker, step)``, plus additive Gaussian noise when the run asks for it
-    (see :func:`stochastic_gradient`). Analytic problems have an empty batch.
+    Parameters are any pytree of float arrays: a flat ``float32`` vector of length
+    ``dim`` for the analytic surfaces and the regression, a dict of layers for the nets.
+    A worker's stochastic gradients come from the problem's gradient oracle
+    (:func:`stochastic_gradient`), which owns its randomness: by default the gradient of
+    ``batch_loss`` on the batch ``batch(worker, step)`` plus additive Gaussian noise when
+    the run asks for it (analytic problems have an empty batch); a data problem may
+    give its own ``oracle`` (mini-batches drawn from the seed, the worker and the step).
+
+    The surface's extras (``box``, ``domain``, ``minima``, ``success_radius``) are
+    optional: a net has none of them (``None``).
 
     Attributes:
       name: registry name.
-      dim: number of parameters.
-      loss: ``loss(params) -> scalar``, the objective the lab records (full data).
+      dim: number of parameters (all leaves together).
+      loss: ``loss(params) -> scalar``, the objective the lab records.
       batch_loss: ``batch_loss(params, batch) -> scalar``.
       batch: ``batch(worker, step) -> batch``, jittable, drawn by index.
-      start: the fixed starting point, ``(dim,)``.
-      box: ``(low, high)``, the box for random initialisation, each ``(dim,)``.
+      start: the fixed starting point (a ``(dim,)`` array, or a pytree).
+      box: ``(low, high)``, the box for random initialisation, each ``(dim,)``; or None.
       domain: plotting window ``((xmin, xmax), (ymin, ymax))`` for 2-D problems, else None.
-      minima: known local minima, ``(k, dim)`` (first row is the global minimum).
+      minima: known local minima, ``(k, dim)`` (first row is the global minimum), or None.
       success_radius: a run succeeds when the centre ends within this distance of the
         global minimum.
+      init: ``init(key) -> params``, the seeded random initialisation; None: uniform in
+        ``box``.
+      oracle: ``oracle(noise) -> Oracle``; None: :func:`stochastic_gradient`'s default.
+      evaluate: ``evaluate(params) -> {name: scalar}``, what a run records beside the
+        loss (a net's validation loss and accuracy); None for the surfaces.
+      info: free-form facts for reports (data set, model, sharding, batch size).
     """
 
     name: str
@@ -45,11 +57,27 @@ class Problem(NamedTuple):
     start: np.ndarray
     box: tuple[np.ndarray, np.ndarray]
     domain: tuple[tuple[float, float], tuple[float, float]] | None
-    minima: np.ndarray
-    success_radius: float = 0.1
+    minima: np.ndarray | None
+    success_radius: float | None = 0.1
+    init: Callable[[Array], Any] | None = None
+    oracle: Callable[[float], Oracle] | None = None
+    evaluate: Callable[[Any], dict] | None = None
+    info: dict | None = None
+
+    @property
+    def is_surface(self) -> bool:
+        """Whether the problem has a known minimum (and a success test)."""
+        return self.minima is not None
+
+    @property
+    def flat(self) -> bool:
+        """Whether the parameters are one vector (paths and ``--start`` need it)."""
+        return isinstance(self.start, np.ndarray | jax.Array)
 
     @property
     def global_minimum(self) -> np.ndarray:
+        if self.minima is None:
+            raise ConfigError(f"problem {self.name!r} has no known minimum")
         return self.minima[0]
 
     def success(self, params) -> np.ndarray:
@@ -57,10 +85,14 @@ class Problem(NamedTuple):
         params = np.asarray(params, np.float64)  # a diverged centre overflows float32
         return np.linalg.norm(params - self.global_minimum, axis=-1) < self.success_radius
 
-    def initial_params(self, key: Array | None = None, n: int | None = None) -> Array:
-        """The fixed start (``key=None``), or ``n`` points uniform in ``box`` (``(n, dim)``)."""
+    def initial_params(self, key: Array | None = None, n: int | None = None):
+        """The fixed start (``key=None``), or a seeded random initialisation: uniform in
+        ``box`` or ``init(key)``; with ``n``, ``n`` of them stacked on a leading axis."""
         if key is None:
-            return jnp.asarray(self.start, jnp.float32)
+            return jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), self.start)
+        if self.init is not None:
+            return self.init(key) if n is None else jax.vmap(self.init)(
+                jax.random.split(key, n))
         low, high = (jnp.asarray(b, jnp.float32) for b in self.box)
         shape = (self.dim,) if n is None else (n, self.dim)
         return jax.random.uniform(key, shape, jnp.float32, low, high)
@@ -104,8 +136,8 @@ def check_noise(noise) -> float:
     return noise
 
 
-def stochastic_gradient(problem: Problem, noise: float = 0.0):
-    """The gradient oracle a worker calls: ``gradient(params, key, worker, step)``.
+def stochastic_gradient(problem: Problem, noise: float = 0.0) -> Oracle:
+    """The gradient oracle of a run on ``problem``.
 
     .. math:: g = \\nabla \\ell(\\theta; B_{k,s}) + \\sigma \\xi,\\quad \\xi \\sim N(0, I)
 
@@ -114,25 +146,17 @@ def stochastic_gradient(problem: Problem, noise: float = 0.0):
       noise: the variance σ² of the additive Gaussian gradient noise (the thesis used 10).
 
     Returns:
-      A pure function of ``(params, key, worker, step)``; its attributes ``clean``
-      (``(params, worker, step) -> ∇ℓ``) and ``noise_std`` (σ) let local work draw the
-      noise of several steps at once (:func:`asynclab.rules.local_work`).
+      The problem's own oracle (``problem.oracle(noise)``), or by default
+      :func:`asynclab.problems.additive_noise` around ``∇ batch_loss(params,
+      batch(worker, step))``. An :class:`Oracle` is also callable as
+      ``gradient(params, key, worker, step)`` (one step, ``key`` already folded).
     """
     noise = check_noise(noise)
+    if problem.oracle is not None:
+        return problem.oracle(noise)
     grad = jax.grad(problem.batch_loss)
-    std = float(np.sqrt(noise))
 
     def clean(params, worker, step):
         return grad(params, problem.batch(worker, step))
 
-    def gradient(params, key, worker, step):
-        g = clean(params, worker, step)
-        if std > 0:
-            g = g + std * _random.normal(key, g.shape, g.dtype)
-        return g
-
-    # Local work may draw a whole window of steps' noise at once (the same numbers):
-    # it needs the noiseless part and σ apart.
-    gradient.clean = clean
-    gradient.noise_std = std
-    return gradient
+    return additive_noise(clean, float(np.sqrt(noise)))

@@ -24,12 +24,14 @@ import jax
 import jax.numpy as jnp
 
 Array = jax.Array
-Params = Any  # a pytree of arrays (asynclab's problems use one flat vector)
+Params = Any  # a pytree of arrays (a flat vector for the surfaces, a dict for the nets)
 
 #: The named axis over which synchronous rules take collectives.
 AXIS = "workers"
 
-#: ``gradient(params, key, worker, step) -> grads``, see ``asynclab.problems.stochastic_gradient``.
+#: A problem's gradient oracle (``asynclab.problems.Oracle``, see
+#: ``asynclab.problems.stochastic_gradient``), or a plain
+#: ``gradient(params, key, worker, step) -> grads``.
 GradientFn = Callable[[Params, Array, Array, Array], Params]
 
 

@@ -18,6 +18,7 @@ import optax
 
 from .. import _random
 from .._errors import ConfigError
+from .._oracle import as_oracle
 from ._base import (
     AXIS,
     AsynchronousRule,
@@ -184,9 +185,12 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
                active_steps: ActiveSteps | None = None, stop: StopTest | None = None):
     """λ steps of the inner optimizer from the worker's current parameters.
 
-    Step ``s`` of worker ``k`` draws its batch and noise from ``(k, s)`` alone
-    (``fold_in(key, s)``), so the numbers do not depend on the order in which an
-    executor visits the workers.
+    The worker's gradient oracle (a problem's :class:`~asynclab.problems.Oracle`, or
+    a plain ``gradient(params, key, worker, step)`` called with ``fold_in(key, step)``)
+    prepares the randomness of the λ steps at once and gives each step's gradient; step
+    ``s`` of worker ``k`` depends on ``(key, k, s)`` alone, so the numbers do not depend
+    on the order in which an executor visits the workers. Local work knows nothing of
+    how the oracle makes its noise (additive, mini-batches, both).
 
     Args:
       inner: the optax inner optimizer.
@@ -201,7 +205,8 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
 
     def local(worker: WorkerState, gradient: GradientFn, key, worker_id) -> WorkerState:
         limit = local_steps if active_steps is None else active_steps(worker)
-        noisy = _noise_window(gradient, key, worker, local_steps)
+        oracle = as_oracle(gradient)
+        window = oracle.prepare(worker.params, key, worker_id, worker.steps, local_steps)
 
         def step(carry, i):
             params, inner_state, taken, done = carry
@@ -209,7 +214,7 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
             # step consumes its own noise (a worker that stopped draws fresh noise next
             # round); post-local's inactive steps are simply not scheduled
             index = worker.steps + (i if stop is not None else taken)
-            grads = noisy(params, key, worker_id, index, index - worker.steps)
+            grads = oracle.gradient(params, window, index - worker.steps)
             if stop is not None:
                 done = done | stop(grads, params, worker)
             live = (i < limit) & ~done
@@ -222,7 +227,7 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
 
         masked = active_steps is not None or stop is not None
         if not masked:
-            return _plain_local(inner, local_steps, worker, noisy, key, worker_id)
+            return _plain_local(inner, local_steps, worker, oracle, window)
         init = (worker.params, worker.inner_state, jnp.zeros((), jnp.int32),
                 jnp.zeros((), bool))
         (params, inner_state, taken, _), _ = jax.lax.scan(
@@ -234,51 +239,10 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
     return local
 
 
-#: parameter vectors at least this long draw their noise step by step (see _noise_window)
-_WINDOW_BELOW = 8
-
-
-def _noise_window(gradient, key, worker: WorkerState, local_steps: int):
-    """``noisy(params, key, worker_id, index, j)``: the gradient of local step ``j``.
-
-    With a problem's stochastic gradient (``clean`` and ``noise_std``), a short float32
-    parameter vector (fewer than ``_WINDOW_BELOW`` numbers, more than one per window) and
-    a Threefry key, the noise of all λ steps is drawn before the loop with
-    :func:`asynclab._random.normal_window` — the same numbers as drawing
-    ``normal(fold_in(key, index))`` in each step, but vectorised over workers and seeds
-    (XLA on CPU vectorises along the innermost axis, and a short parameter axis there
-    makes the per-step draw scalar code). Otherwise each step calls ``gradient`` with
-    ``fold_in(key, index)``, which vectorises along a long parameter axis by itself.
-    """
-    std = getattr(gradient, "noise_std", None)
-    params = worker.params
-    windowed = (
-        std is not None and std > 0
-        and isinstance(params, jax.Array) and params.dtype == jnp.float32
-        and 1 < local_steps * params.size and params.size < _WINDOW_BELOW
-        and _random._fast(key)
-    )
-    if not windowed:
-        def noisy(params, key, worker_id, index, j):
-            del j
-            return gradient(params, _random.fold_in(key, index), worker_id, index)
-
-        return noisy
-
-    table = _random.normal_window(key, worker.steps, local_steps, params.shape)
-
-    def noisy(params, key, worker_id, index, j):
-        del key
-        return gradient.clean(params, worker_id, index) + std * table[j]
-
-    return noisy
-
-
-def _plain_local(inner, local_steps, worker, noisy, key, worker_id):
+def _plain_local(inner, local_steps, worker, oracle, window):
     def step(carry, i):
         params, inner_state = carry
-        index = worker.steps + i
-        grads = noisy(params, key, worker_id, index, i)
+        grads = oracle.gradient(params, window, i)
         updates, inner_state = inner.update(grads, inner_state, params)
         return (optax.apply_updates(params, updates), inner_state), None
 

@@ -1,0 +1,150 @@
+"""Small nets on data sets as problems: a model, a data set, shards and a batch size.
+
+The gradient oracle draws mini-batches by index: worker ``k`` owns shard ``k mod S``
+(``S`` shards, by default one per worker) and at its local step ``s`` reads
+:func:`~asynclab.problems._shards.batch_indices` of that shard from its own key, so a
+batch depends only on ``(seed, k, s)`` and every executor reads the same examples.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import ConfigError
+from .._oracle import Oracle, _noise
+from ._datasets import DATASETS, load_dataset
+from ._models import accuracy, cross_entropy, parameter_count, parse_model
+from ._problem import Problem
+from ._shards import batch_indices, check_batch_size, make_shards
+
+#: the model each data set gets when none is named
+DEFAULT_MODELS = {"digits": "mlp:64", "mnist": "mlp:256", "collider": "mlp:64"}
+
+#: training examples the recorded training loss is measured on (a fixed subset)
+LOSS_EXAMPLES = 1000
+
+
+def _positive_int(field: str, value) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ConfigError(f"{field} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
+                 batch_size: int = 32, shards: str = "iid", validation: float = 0.2,
+                 examples: int | None = None, seed: int = 0) -> Problem:
+    """A net trained on a data set, with each worker reading mini-batches from its shard.
+
+    Args:
+      dataset: ``digits``, ``mnist`` or ``collider`` (synthetic).
+      model: ``mlp``, ``mlp:SIZES``, ``cnn``, ``cnn:CHANNELS`` (default:
+        :data:`DEFAULT_MODELS`).
+      workers: how many shards the training set is cut into; worker ``k`` reads shard
+        ``k mod workers`` (give the run's worker count, or for groups its member count).
+      batch_size: B, examples per local step.
+      shards: ``iid``, ``class`` or ``dirichlet:ALPHA``.
+      validation: the held-out fraction the recorded accuracy is measured on.
+      examples: a seeded subset of the data set (collider: how many to generate).
+      seed: seeds the split, the shards and the fixed start (``init(key(seed))``);
+        the runs' seeds draw the batches and random initialisations.
+
+    The problem records the training loss on a fixed subset of at most
+    :data:`LOSS_EXAMPLES` training examples, and evaluates the centre's validation loss
+    and accuracy (``Result.metrics``). Its parameters are the model's dict of arrays.
+    """
+    if dataset not in DATASETS:
+        raise ConfigError(f"unknown data set {dataset!r}; available: {', '.join(DATASETS)}")
+    workers = _positive_int("workers", workers)
+    data = load_dataset(dataset, validation=validation, seed=seed, examples=examples)
+    spec = DEFAULT_MODELS[dataset] if model is None else model
+    net = parse_model(spec, data.example_shape, data.classes)
+    if workers > data.y_train.size:
+        raise ConfigError(f"workers: {workers} workers for {data.y_train.size} training "
+                          f"examples of {data.name}; use fewer workers")
+    parts = make_shards(data.y_train, workers, shards, seed=seed)
+    batch_size = check_batch_size(parts, batch_size)
+
+    x_train, y_train = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
+    x_valid, y_valid = jnp.asarray(data.x_valid), jnp.asarray(data.y_valid)
+    subset = np.random.default_rng(seed).permutation(data.y_train.size)[:LOSS_EXAMPLES]
+    x_loss, y_loss = x_train[np.sort(subset)], y_train[np.sort(subset)]
+    index, lengths = jnp.asarray(parts.index), jnp.asarray(parts.lengths)
+    n_shards = int(parts.lengths.size)
+
+    def batch_loss(params, batch):
+        rows = jnp.asarray(batch)
+        return cross_entropy(net.apply(params, x_train[rows]), y_train[rows])
+
+    def loss(params):
+        return cross_entropy(net.apply(params, x_loss), y_loss)
+
+    def evaluate(params):
+        logits = net.apply(params, x_valid)
+        return {"validation_loss": cross_entropy(logits, y_valid),
+                "accuracy": accuracy(logits, y_valid)}
+
+    grad = jax.grad(batch_loss)
+
+    def rows_of(key, worker, step):
+        return batch_indices(index, lengths, key, jnp.asarray(worker) % n_shards, step,
+                             batch_size)
+
+    def oracle(noise: float) -> Oracle:
+        std = float(np.sqrt(noise))
+
+        def add_noise(g, key):
+            return jax.tree.map(lambda a, e: a + std * e, g, _noise(key, g)) if std else g
+
+        def sample(params, key, worker, step):
+            # ``key`` is already folded with the step; the batch comes from it as well
+            return add_noise(grad(params, rows_of(key, worker, 0)), key)
+
+        def prepare(params, key, worker, first_step, count):
+            del params
+            steps = first_step + jnp.arange(count, dtype=jnp.int32)
+            rows = jax.vmap(lambda s: rows_of(key, worker, s))(steps)
+            return key, first_step, rows
+
+        def gradient(params, window, j):
+            key, first_step, rows = window
+            g = grad(params, rows[j])
+            return add_noise(g, jax.random.fold_in(key, first_step + j)) if std else g
+
+        return Oracle(prepare, gradient, sample)
+
+    start = net.init(jax.random.key(seed))
+    return Problem(
+        name=f"{dataset}/{spec}",
+        dim=parameter_count(start),
+        loss=loss,
+        batch_loss=batch_loss,
+        batch=lambda worker, step: rows_of(jax.random.key(seed), worker, step),
+        start=jax.tree.map(np.asarray, start),
+        box=None,
+        domain=None,
+        minima=None,
+        success_radius=None,
+        init=net.init,
+        oracle=oracle,
+        evaluate=evaluate,
+        info={"dataset": data.name, "model": spec, "batch_size": batch_size,
+              "shards": shards, "workers": workers, "train": int(data.y_train.size),
+              "validation": int(data.y_valid.size), "synthetic": data.synthetic,
+              "parameters": parameter_count(start)},
+    )
+
+
+def _factory(dataset):
+    def build(**options):
+        return data_problem(dataset, **options)
+
+    build.__name__ = dataset
+    build.__doc__ = f"The {dataset} data set with a small net (see :func:`data_problem`)."
+    return build
+
+
+digits = _factory("digits")
+mnist = _factory("mnist")
+collider = _factory("collider")

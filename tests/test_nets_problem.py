@@ -1,0 +1,165 @@
+"""Nets as problems: mini-batch oracles, metrics, results and the command line."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import asynclab
+from asynclab.cli import main
+from asynclab.engine import Result
+from asynclab.engine._core import seed_keys
+from asynclab.problems import get_problem
+from asynclab.problems._datasets import load_dataset
+from asynclab.problems._shards import batch_indices, make_shards
+
+pytest.importorskip("sklearn")
+
+OPTIONS = {"model": "mlp:16", "batch_size": 8, "workers": 2}
+
+
+def _numpy_forward(params, x):
+    x = x.reshape(len(x), -1)
+    h = np.maximum(x @ params["layer0"]["w"] + params["layer0"]["b"], 0.0)
+    return h @ params["layer1"]["w"] + params["layer1"]["b"]
+
+
+def _numpy_cross_entropy(logits, labels):
+    z = logits - logits.max(axis=1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -log_p[np.arange(labels.size), labels].mean()
+
+
+def test_replay_equals_a_plain_sgd_loop_on_the_same_batches():
+    """One DOWNPOUR worker with λ = 3 is plain SGD: the replay's centre equals a plain
+    loop over the batches each worker-step names (its key, its shard, its step)."""
+    lam, commits, lr = 3, 6, 0.1
+    problem = get_problem("digits", **{**OPTIONS, "workers": 1})
+    result = asynclab.run(problem, "downpour", workers=1, commits=commits, local_steps=lam,
+                          learning_rate=lr, seeds=[3])
+    data = load_dataset("digits", seed=0)
+    shards = make_shards(data.y_train, 1, "iid", seed=0)
+    _, worker_keys = seed_keys(3, 1)
+    x = jnp.asarray(data.x_train.reshape(len(data.y_train), -1))
+    y = jnp.asarray(data.y_train)
+    params = jax.tree.map(jnp.asarray, problem.start)
+
+    def loss(p, rows):
+        hidden = jax.nn.relu(x[rows] @ p["layer0"]["w"] + p["layer0"]["b"][None])
+        logits = hidden @ p["layer1"]["w"] + p["layer1"]["b"][None]
+        return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(rows.size), y[rows]])
+
+    for step in range(lam * commits):
+        rows = batch_indices(shards.index, shards.lengths, worker_keys[0], 0, step, 8)
+        params = jax.tree.map(lambda p, g: p - lr * g, params, jax.grad(loss)(params, rows))
+    for layer in ("layer0", "layer1"):
+        for name in ("w", "b"):
+            np.testing.assert_allclose(result.final_params[layer][name][0],
+                                       params[layer][name], rtol=2e-5, atol=2e-6)
+
+
+def test_metrics_are_the_centres_validation_accuracy_and_loss():
+    problem = get_problem("digits", **OPTIONS)
+    result = asynclab.run(problem, "agn", workers=2, commits=40, local_steps=2,
+                          learning_rate=0.05, seeds=[0, 1], record_every=10)
+    assert set(result.metrics) == {"validation_loss", "accuracy"}
+    assert result.metrics["accuracy"].shape == result.loss.shape == (2, 5)
+    data = load_dataset("digits", seed=0)
+    for s in range(2):
+        params = jax.tree.map(lambda leaf, s=s: np.asarray(leaf[s], np.float64),
+                              result.final_params)
+        logits = _numpy_forward(params, data.x_valid.astype(np.float64))
+        accuracy = np.mean(logits.argmax(axis=1) == data.y_valid)
+        assert result.final_accuracy[s] == pytest.approx(accuracy, abs=1.5 / data.y_valid.size)
+        assert result.final_validation_loss[s] == pytest.approx(
+            _numpy_cross_entropy(logits, data.y_valid), rel=1e-4)
+    # seeds draw different batches; the start is the problem's fixed one
+    assert result.final_accuracy[0] != result.final_accuracy[1] or not np.allclose(
+        result.final_params["layer0"]["w"][0], result.final_params["layer0"]["w"][1])
+    assert result.metrics["accuracy"][0, 0] == result.metrics["accuracy"][1, 0]
+    # it learns: after 40 small commits well above chance (0.1), the loss falling
+    assert np.all(result.final_accuracy > 0.25)
+    assert np.all(np.diff(result.metrics["validation_loss"], axis=1) < 0)
+
+
+def test_pytree_result_saves_and_loads(tmp_path):
+    problem = get_problem("digits", **OPTIONS)
+    result = asynclab.run(problem, "downpour", workers=2, commits=10, seeds=[0, 1],
+                          learning_rate=0.05)
+    back = Result.load(result.save(tmp_path / "net"))
+    np.testing.assert_array_equal(back.final_accuracy, result.final_accuracy)
+    np.testing.assert_array_equal(back.final_params["layer1"]["w"],
+                                  result.final_params["layer1"]["w"])
+    np.testing.assert_array_equal(back.metrics["validation_loss"],
+                                  result.metrics["validation_loss"])
+
+
+def test_random_init_is_seeded_per_run():
+    problem = get_problem("digits", **OPTIONS)
+    result = asynclab.run(problem, "downpour", workers=2, commits=1, seeds=[0, 1, 0],
+                          learning_rate=1e-12, init="random")
+    w = result.final_params["layer0"]["w"]
+    np.testing.assert_array_equal(w[0], w[2])
+    assert not np.allclose(w[0], w[1])
+    assert np.std(w[0]) == pytest.approx(np.sqrt(2 / 64), rel=0.1)  # He: N(0, 2/fan_in)
+
+
+def test_cli_json_carries_final_accuracy_per_seed(capsys):
+    code = main(["run", "--problem", "digits", "--model", "mlp:16", "--rule", "agn",
+                 "--workers", "2", "--local-steps", "2", "--commits", "20",
+                 "--batch-size", "8", "--shards", "dirichlet:0.3", "--seeds", "0,1",
+                 "--learning-rate", "0.05", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["final_accuracy"]) == 2 and len(out["final_loss"]) == 2
+    assert all(0.0 <= a <= 1.0 for a in out["final_accuracy"])
+    assert out["model"]["shards"] == "dirichlet:0.3" and out["model"]["batch_size"] == 8
+    assert "success" not in out and "final_params" not in out
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--problem", "digits", "--batch-size", "2000"], "batch_size"),
+    (["--problem", "digits", "--workers", "5000"], "workers"),
+    (["--problem", "nonesuch"], "unknown problem"),
+    (["--problem", "digits", "--model", "transformer"], "unknown model"),
+    (["--problem", "collider", "--model", "cnn"], "cnn needs images"),
+    (["--problem", "beale", "--model", "mlp"], "--model"),
+    (["--problem", "beale", "--batch-size", "8"], "--batch-size"),
+    (["--problem", "digits", "--shards", "dirichlet:-1"], "shards"),
+    (["--problem", "digits", "--start", "1,2"], "--start"),
+    (["--problem", "digits", "--dim", "3"], "--dim"),
+])
+def test_bad_net_configuration_names_the_field(args, field, capsys):
+    assert main(["run", *args, "--commits", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("asynclab: error:") and field in err
+
+
+def test_missing_extra_is_named_on_the_command_line(monkeypatch, capsys):
+    import sys
+
+    from asynclab.problems import _datasets
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
+    _datasets._raw.cache_clear()
+    try:
+        assert main(["run", "--problem", "digits", "--batch-size", "7", "--workers", "3",
+                     "--commits", "5"]) == 2
+    finally:
+        _datasets._raw.cache_clear()
+    assert 'pip install "asynclab[nets]"' in capsys.readouterr().err
+
+
+def test_a_sweep_point_of_a_net_is_the_run_with_that_value():
+    options = {"model": "mlp:16", "batch_size": 8}
+    swept = asynclab.sweep("digits", "agn", grid={"learning_rate": [0.02, 0.05]}, workers=2,
+                           commits=12, local_steps=2, seeds=[0, 1], problem_options=options)
+    one = asynclab.run("digits", "agn", workers=2, commits=12, local_steps=2,
+                       learning_rate=0.05, seeds=[0, 1], problem_options=options)
+    assert swept.final_params["layer0"]["w"].shape == (2, 2, 64, 16)
+    np.testing.assert_array_equal(swept.final_params["layer0"]["w"][1],
+                                  one.final_params["layer0"]["w"])
+    np.testing.assert_array_equal(swept.metrics["accuracy"][1], one.metrics["accuracy"])
