@@ -216,7 +216,7 @@ def run(config: Config = Config(), progress=None) -> dict:
 
     rate = np.full(shape, np.nan)
     in_window = np.full(shape, np.nan)
-    window = np.zeros(shape, np.int64)  # coordinates whose rate could be measured
+    measurable = np.zeros(shape, np.int64)  # directions whose rate could be measured
     to_target = np.full(shape, np.inf)
     median_final = np.full(shape, np.nan)
     unusable = np.zeros(shape)
@@ -244,7 +244,7 @@ def run(config: Config = Config(), progress=None) -> dict:
         with np.errstate(invalid="ignore", over="ignore"):
             mean = center.mean(axis=2)
             se = center.std(axis=2) / np.sqrt(len(seeds))
-        rate[i], window[i] = measured_rate(mean, se)
+        rate[i], measurable[i] = measured_rate(mean, se)
         mean_norm[i] = np.linalg.norm(mean, axis=-1)[..., keep]
         del center, result.center_path, result.worker_path
         expected = expected_trajectory(etas[:, None], mus[None, :], n, curvatures, start,
@@ -270,7 +270,7 @@ def run(config: Config = Config(), progress=None) -> dict:
     E, M = np.meshgrid(etas, mus, indexing="ij")
     gamma = np.stack([theorem_rate(E, M, n, curvatures) for n in config.workers])
 
-    def best(values, higher=False):
+    def best(values):
         out = np.full((len(config.workers), 2), np.nan)
         for i in range(len(config.workers)):
             v = np.where(np.isfinite(values[i]), values[i], np.inf)
@@ -287,7 +287,7 @@ def run(config: Config = Config(), progress=None) -> dict:
         "curvatures": curvatures,
         "gamma": gamma,                    # (N, E, M) the theorem's rate
         "measured_rate": rate,             # (N, E, M) score (a); NaN: not measurable
-        "measurable": window,              # (N, E, M) coordinates with a measured rate
+        "measurable": measurable,          # (N, E, M) directions with a measured rate
         "expected_in_window": in_window,   # (N, E, M) the estimator on E θ̃_t
         "commits_to_target": to_target,    # (N, E, M) score (b): median over seeds
         "median_final_loss": median_final,  # (N, E, M) inf when over half diverged
@@ -299,7 +299,7 @@ def run(config: Config = Config(), progress=None) -> dict:
         # among the points whose every coordinate's rate was measured and where at most
         # half of the runs are unusable (elsewhere the seed mean is swamped by the spread
         # of the runs before its asymptotic rate can show)
-        "best_by_rate": best(np.where((window == config.dim) & (unusable <= 0.5), rate,
+        "best_by_rate": best(np.where((measurable == config.dim) & (unusable <= 0.5), rate,
                                       np.inf)),  # (N, 2) η, μ
         "best_by_theory_on_grid": best(gamma),
         "best_by_runs": best(to_target),   # (N, 2) η, μ
