@@ -169,7 +169,7 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    "replaying the simulated schedule; threads: free-running workers")
     p.add_argument("--devices", type=int, default=None, help="devices for pmap/threads")
     p.add_argument("--simulate-devices", action="store_true",
-                   help="simulate --devices CPU devices (sets XLA_FLAGS before JAX starts)")
+                   help="run on --devices simulated CPU devices, even where a GPU is installed")
     p.add_argument("--checkpoint", default=None, help="pmap: checkpoint file")
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="pmap: checkpoint every K segments/rounds")
@@ -234,36 +234,37 @@ def _report(args, result, problem, extra=None) -> None:
         print(f"  plot: {args.plot}")
 
 
-def _devices(args) -> int:
-    """Make N simulated CPU devices available if asked, before JAX is imported."""
-    import os
+def _devices(args):
+    """``(n, devices)``: the devices one worker each runs on. ``--simulate-devices`` selects
+    N simulated CPU devices before JAX starts, whatever accelerator is installed."""
+    from .backends import cpu_devices, simulate_cpu_devices
 
     n = args.devices if args.devices is not None else args.workers
     if n is None:
         raise ConfigError(f"--backend {args.backend} needs --devices N")
     if args.simulate_devices:
-        # read by XLA when its CPU backend starts (first device query), not at import
-        flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
-    return n
+        simulate_cpu_devices(n)
+        return n, cpu_devices(n)
+    import jax
+
+    available = jax.devices()
+    if n > len(available):
+        raise ConfigError(
+            f"--devices {n} but JAX sees {len(available)} {available[0].platform} device(s); "
+            "simulate CPU devices with --simulate-devices, or JAX_PLATFORMS=cpu and "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={n} set before JAX starts"
+        )
+    return n, available[:n]
 
 
 def _run_on_devices(args) -> int:
     import numpy as np
 
-    n = _devices(args)
-    import jax
+    n, devices = _devices(args)
 
     from .engine import Result, build_rule, schedule
     from .problems import get_problem
 
-    available = len(jax.devices())
-    if n > available:
-        raise ConfigError(
-            f"--devices {n} but JAX sees {available} device(s); on a CPU simulate devices "
-            f"with --simulate-devices, or XLA_FLAGS=--xla_force_host_platform_device_count={n} "
-            "set before JAX starts"
-        )
     if args.workers is not None and args.workers != n:
         raise ConfigError(f"one worker per device: --workers {args.workers} != --devices {n}")
     if args.seeds is not None:
@@ -289,7 +290,7 @@ def _run_on_devices(args) -> int:
         from .engine import replay
 
         real = run_threads(rule, problem, commits=args.commits, workers=n, seed=args.seed,
-                           noise=args.noise, init=args.init)
+                           noise=args.noise, init=args.init, devices=devices)
         # the real schedule replayed by the engine gives the run's numbers and records
         result = replay(rule, problem, real.trace, seeds=[args.seed], noise=args.noise,
                         init=args.init, record_every=args.record_every, progress=False,
@@ -307,6 +308,7 @@ def _run_on_devices(args) -> int:
     compute = ComputeTime(args.compute, mean=args.compute_mean, shape=args.compute_shape)
     trace = schedule(rule, Cluster(n, compute), commits=args.commits, rng=args.seed)
     out = run_pmap(rule, problem, trace, seed=args.seed, noise=args.noise, init=args.init,
+                   devices=devices,
                    record_every=args.record_every or 1, checkpoint=args.checkpoint,
                    checkpoint_every=args.checkpoint_every, resume=args.resume)
     result: Result = out.result

@@ -28,25 +28,23 @@ that both end at the same parameters. Target: asynclab ≤ 1.15 × hand.
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import os
+import platform
+import time
+
+import jax
+import numpy as np
+
+from asynclab.backends import run_pmap, simulate_cpu_devices
+from asynclab.cluster import RoundTrace
+from asynclab.engine import seed_keys
+from asynclab.problems import quadratic
+from asynclab.rules import AXIS, make_rule
 
 DEVICES = 4
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                           + f" --xla_force_host_platform_device_count={DEVICES}")
-
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import platform  # noqa: E402
-import time  # noqa: E402
-
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-
-from asynclab.backends import run_pmap  # noqa: E402
-from asynclab.cluster import RoundTrace  # noqa: E402
-from asynclab.engine import seed_keys  # noqa: E402
-from asynclab.problems import quadratic  # noqa: E402
-from asynclab.rules import AXIS, make_rule  # noqa: E402
+simulate_cpu_devices(DEVICES)  # CPU devices, also where a GPU is installed
 
 LEARNING_RATE = 0.01
 NOISE = 1.0

@@ -2,8 +2,12 @@
 """Speed of asynclab's trace replay beside a hand-written numpy event loop, and of the
 SimPy simulator beside a bare SimPy loop.
 
-    python benchmarks/replay.py           # full size (a few minutes on 2 cores)
-    python benchmarks/replay.py --quick   # smoke check (< 30 s)
+    python benchmarks/replay.py              # full size (a few minutes on 2 cores)
+    python benchmarks/replay.py --quick      # smoke check (about a minute)
+    python benchmarks/replay.py --mc full    # also time the whole model_averaging_mc figure
+
+The same command runs on a CPU or a GPU machine; the header names the device, and the
+sizes of rows (f) follow it (more seeds on an accelerator).
 
 Measurements (asynchronous SGD = DOWNPOUR with λ = 1, n = 16 workers, exponential
 compute times, Gaussian gradient noise of variance σ² = NOISE in every variant):
@@ -16,6 +20,15 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
             the trace's generation is not included (that is row (d)).
 (c) replay  the same with SEEDS_C seeds vmapped; replica-updates/s = seeds × commits / s.
 (d) simpy   ``simulate_async`` events/s beside a bare SimPy loop of timeouts.
+(e) rng     the replay of (c) (and of λ = 4, and of the Monte-Carlo study's model
+            averaging, n = 10) with the seed's generator as asynclab computes it (Threefry
+            fused with the gradient) beside JAX's own ``threefry2x32`` and ``philox2x32``
+            through ``jax.random``; each variant in a fresh process. Worker-steps/s.
+(f) seeds   the replay of (c) (Beale, n = 16) with more and more seeds:
+            replica-updates/s against the number of seeds in one launch.
+(g) mc      ``asynclab.studies.model_averaging_mc.run`` (the figure's whole study; the
+            quick configuration unless ``--mc full``), one call, wall seconds and
+            worker-steps/s.
 
 Every rate is the best of 3 repeats (``time.perf_counter``), the repeats of the
 rows compared with each other interleaved. Before timing, the script
@@ -29,8 +42,11 @@ import argparse
 import datetime
 import functools
 import heapq
+import json
 import os
 import platform
+import subprocess
+import sys
 import time
 
 import jax
@@ -65,9 +81,18 @@ SIZES = {
 
 TARGETS = {  # (row, problem) -> (minimum ratio, what the ratio is to)
     ("b", "quadratic"): 15.0,
-    ("c", "beale"): 1000.0,
+    ("c", "beale"): 100.0,
     ("d", "-"): 0.5,
 }
+
+#: (f): seeds per launch and commits, by device kind and size
+SEEDS_SWEEP = {
+    ("cpu", "full"): ((100, 1_000, 10_000), 2_000),
+    ("cpu", "quick"): ((100, 1_000), 200),
+    ("accelerator", "full"): ((1_000, 10_000, 100_000), 20_000),
+    ("accelerator", "quick"): ((1_000, 10_000), 2_000),
+}
+GENERATORS = ("asynclab", "threefry2x32", "philox2x32")
 
 
 # ----------------------------------------------------------------------------- numpy (a)
@@ -211,13 +236,135 @@ def check_agreement():
     return diff, moved
 
 
+# ----------------------------------------------------------------------------- rng (e)
+
+
+def generator_child(variant: str, quick: bool) -> dict:
+    """Worker-steps/s of three replays with one way of drawing the seed's noise.
+
+    ``asynclab``: the default (Threefry-2x32 fused with the gradient, bit for bit
+    ``jax.random``); ``threefry2x32``: the same stream through ``jax.random``;
+    ``philox2x32``: ``jax.random.key(seed, impl="philox2x32")`` (another stream).
+    """
+    from asynclab import _random
+    from asynclab.cluster import simulate_sync
+
+    if variant == "philox2x32":
+        jax.config.update("jax_default_prng_impl", "philox2x32")
+    elif variant == "threefry2x32":
+        _random._fast = lambda *args, **kwargs: False  # every draw through jax.random
+    seeds = range(100 if quick else 1000)
+    commits = 500 if quick else 5000
+    problem = asynclab.problems.beale()
+    out = {}
+    for lam in (1, 4):
+        trace = simulate_async(Cluster(N_WORKERS, ComputeTime("exponential")),
+                               commits=commits // lam, local_steps=lam, rng=0)
+        rule = asynclab.engine.build_rule("downpour", learning_rate=1e-3, local_steps=lam)
+        fn = replay_fn(rule, problem, trace, seeds)
+        out[f"DOWNPOUR n={N_WORKERS} λ={lam}"] = len(seeds) * trace.n_events * lam / _best(fn)
+    rounds = commits // 10
+    trace = simulate_sync(Cluster(10), rounds=rounds, rng=0)
+    rule = asynclab.engine.build_rule("model_averaging", learning_rate=1e-4, local_steps=1)
+
+    def averaging():
+        return asynclab.replay(rule, problem, trace, seeds=seeds, noise=10.0,
+                               init="random_per_worker", record_paths=False,
+                               record_every=rounds, progress=False)
+
+    out["model averaging n=10 λ=1"] = len(seeds) * rounds * 10 / _best(averaging)
+    return out
+
+
+def _best(fn, repeats=REPEATS):
+    fn()  # compile
+    best, _ = best_of({"fn": fn}, repeats)
+    return best["fn"]
+
+
+def generator_rows(quick: bool):
+    """Row (e): each generator in a fresh process (the choice is process-wide)."""
+    rates = {}
+    for variant in GENERATORS:
+        command = [sys.executable, __file__, "--generator-child", variant]
+        if quick:
+            command.append("--quick")
+        out = subprocess.run(command, capture_output=True, text=True, check=True)
+        rates[variant] = json.loads(out.stdout.strip().splitlines()[-1])
+    rows = []
+    for workload in rates["asynclab"]:
+        base = rates["asynclab"][workload]
+        for variant in GENERATORS:
+            rows.append((workload, variant, rates[variant][workload],
+                         rates[variant][workload] / base))
+    return rows
+
+
+# ----------------------------------------------------------------------------- seeds (f)
+
+
+def seeds_sweep(quick: bool):
+    kind = "cpu" if jax.default_backend() == "cpu" else "accelerator"
+    counts, commits = SEEDS_SWEEP[(kind, "quick" if quick else "full")]
+    problem = asynclab.problems.beale()
+    rule = asynclab.rules.downpour(1e-3)
+    trace = trace_of(commits)
+    rows = []
+    for seeds in counts:
+        fn = replay_fn(rule, problem, trace, range(seeds))
+        t0 = time.perf_counter()
+        fn()
+        first = time.perf_counter() - t0
+        best = _best_no_warmup(fn)
+        rows.append((seeds, commits, seeds * commits / best, max(first - best, 0.0)))
+    return rows
+
+
+def _best_no_warmup(fn):
+    best, _ = best_of({"fn": fn})
+    return best["fn"]
+
+
+# ----------------------------------------------------------------------------- mc (g)
+
+
+def mc_timing(which: str):
+    """Wall seconds of the model_averaging_mc study, and its worker-steps."""
+    from asynclab.studies import model_averaging_mc as study
+
+    config = study.Config() if which == "full" else study.Config.quick()
+    lams = set(config.map_local_steps) | set(config.bar_local_steps)
+    steps = 0
+    for n in config.workers:
+        budget = config.budget_for(n)
+        steps += len(lams) * config.check_runs * 2 * budget * n
+        if config.runs > config.check_runs:
+            steps += len(config.bar_local_steps) * config.runs * budget * n
+    t0 = time.perf_counter()
+    study.run(config, progress=False)
+    return time.perf_counter() - t0, steps
+
+
+def device_line() -> str:
+    device = jax.devices()[0]
+    return (f"device {device.device_kind} x{jax.device_count()} "
+            f"(platform {device.platform})")
+
+
 # ----------------------------------------------------------------------------- main
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
+    parser.add_argument("--mc", choices=("quick", "full", "none"), default="quick",
+                        help="row (g): time the model_averaging_mc study's quick (default) "
+                        "or full configuration, or skip it")
+    parser.add_argument("--generator-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.generator_child:
+        print(json.dumps(generator_child(args.generator_child, args.quick)))
+        return
     sizes = SIZES["quick" if args.quick else "full"]
 
     print(f"asynclab replay benchmark{' (--quick)' if args.quick else ''}")
@@ -226,6 +373,7 @@ def main(argv=None):
           f"python {platform.python_version()}  jax {jax.__version__}  "
           f"numpy {np.__version__}  simpy {simpy.__version__}  "
           f"backend {jax.default_backend()}")
+    print(device_line())
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"load average before the run (1, 5, 15 min): {load} on {os.cpu_count()} cpus")
     print(f"DOWNPOUR λ=1, n={N_WORKERS} workers, exponential compute times, σ²={NOISE}; "
@@ -295,6 +443,24 @@ def main(argv=None):
     print()
     print("ratio: to (a) on the same problem; for (d) to the bare SimPy loop. "
           "compile: first call minus best call.")
+
+    print()
+    print(f"(e) the seed's generator inside the replay ({100 if args.quick else 1000} seeds, "
+          "Beale; worker-steps/s; ratio to asynclab's fused Threefry)")
+    for workload, variant, rate, ratio in generator_rows(args.quick):
+        print(f"    {workload:28} {variant:14} {rate:12.4g} {ratio:8.3g}x")
+
+    print()
+    print("(f) seeds per launch: DOWNPOUR on Beale, n=16, λ=1 (replica-updates/s)")
+    for seeds, commits, rate, compile_s in seeds_sweep(args.quick):
+        print(f"    {seeds:>7,} seeds x {commits:,} commits {rate:12.4g} replica-upd/s  "
+              f"compile {compile_s:.1f} s")
+
+    if args.mc != "none":
+        seconds, steps = mc_timing(args.mc)
+        print()
+        print(f"(g) model_averaging_mc study ({args.mc} configuration): {seconds:.1f} s, "
+              f"{steps:.3g} worker-steps, {steps / seconds:.3g} worker-steps/s")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"load average after the run (1, 5, 15 min): {load}")
 

@@ -9,6 +9,9 @@ import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("TQDM_DISABLE", "1")
+# processes sharing one GPU (this one and the CLI runs it starts) must not each reserve
+# most of its memory
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import jax  # noqa: E402
 

@@ -8,16 +8,15 @@ file costs a handful of process starts. This process itself has one CPU device.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from children import start
 
 from asynclab import ConfigError
 from asynclab.backends import (
@@ -36,16 +35,6 @@ SCRIPTS = Path(__file__).parent / "backend_scripts"
 DEVICE_COUNTS = (2, 4)
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env.pop("XLA_FLAGS", None)  # each child sets its own device count
-    env["TQDM_DISABLE"] = "1"
-    return env
-
-
-def _start(*args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_env())
 
 
 def _finish(child: subprocess.Popen, timeout: float) -> tuple[str, str]:
@@ -69,8 +58,10 @@ def _report(out: str, err: str) -> dict:
 @pytest.fixture(scope="module")
 def equivalence_reports():
     """Both device counts at once: one child process each, in parallel."""
-    children = {n: _start(SCRIPTS / "pmap_equivalence.py", n) for n in DEVICE_COUNTS}
-    return {n: _report(*_finish(child, timeout=300)) for n, child in children.items()}
+    children = {n: start(SCRIPTS / "pmap_equivalence.py", n, devices=n)
+                for n in DEVICE_COUNTS}
+    # ~1 CPU-minute each; the limit leaves room for a loaded machine (a deadlock never ends)
+    return {n: _report(*_finish(child, timeout=480)) for n, child in children.items()}
 
 
 # ----------------------------------------------------------------------------- equivalence
@@ -105,7 +96,7 @@ def test_every_rule_matches_the_replay(equivalence_reports, n_devices):
 def test_resume_after_a_kill_gives_the_uninterrupted_result(tmp_path):
     path = tmp_path / "run.npz"
     script = SCRIPTS / "pmap_checkpoint.py"
-    writer = _start(script, "write", path)
+    writer = start(script, "write", path, devices=2)
     deadline = time.monotonic() + 120
     while not path.exists() and writer.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -115,7 +106,7 @@ def test_resume_after_a_kill_gives_the_uninterrupted_result(tmp_path):
     assert path.exists(), err[-3000:]
     assert "FINISHED" not in out, "the run ended before it could be killed"
 
-    report = _report(*_finish(_start(script, "resume", path), timeout=180))
+    report = _report(*_finish(start(script, "resume", path, devices=2), timeout=180))
     assert 0 < report["resumed_at"] < report["segments"]
     assert report["async_mismatch"] == []
     assert report["wall_time_len"] == report["segments"]
@@ -136,7 +127,8 @@ def _free_port() -> int:
 def test_two_processes_of_two_devices_match_the_replay(tmp_path):
     out = tmp_path / "process.json"
     port = _free_port()
-    children = [_start(SCRIPTS / "pmap_distributed.py", p, 2, port, out) for p in range(2)]
+    children = [start(SCRIPTS / "pmap_distributed.py", p, 2, port, out, devices=2)
+                for p in range(2)]
     logs = [_finish(child, timeout=120) for child in children]
     for child, (_, err) in zip(children, logs, strict=True):
         assert child.returncode == 0, err[-4000:]
@@ -159,6 +151,27 @@ def test_two_processes_of_two_devices_match_the_replay(tmp_path):
 
 
 # ----------------------------------------------------------------------------- in process
+
+
+def test_real_devices_match_the_replay():
+    """On a machine with several accelerators: one worker per real device."""
+    import jax
+
+    devices = jax.devices()
+    if len(devices) < 2:
+        pytest.skip(f"needs 2 devices of JAX's default platform; this process sees "
+                    f"{len(devices)} {devices[0].platform} device(s)")
+    n = min(len(devices), 4)
+    problem = beale()
+    for name, trace in (("model_averaging", simulate_sync(Cluster(workers=n), local_steps=2,
+                                                          rounds=20, rng=1)),
+                        ("downpour", random_order_trace(n, 10, 3, local_steps=2))):
+        rule = build_rule(name, learning_rate=0.002, local_steps=2)
+        want = replay(rule, problem, trace, seeds=7, noise=1.0, record_every=2)
+        got = run_pmap(rule, problem, trace, seed=7, noise=1.0, record_every=2,
+                       devices=devices[:n]).result
+        np.testing.assert_allclose(got.final_params, want.final_params, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got.loss, want.loss, rtol=1e-5, atol=1e-6)
 
 
 def test_round_robin_trace_has_the_simulators_staleness():
@@ -221,3 +234,28 @@ def test_one_device_sequential_sgd_with_a_mismatched_checkpoint(tmp_path):
     np.testing.assert_array_equal(again.result.final_params, run.result.final_params)
     with pytest.raises(ConfigError, match="noise"):
         run_pmap(rule, beale(), trace, seed=1, noise=0.7, checkpoint=path, resume=True)
+
+
+def test_child_environment_selects_simulated_cpu_devices():
+    from asynclab.backends import child_environment
+
+    env = child_environment(3, {"XLA_FLAGS": "--xla_force_host_platform_device_count=8 "
+                                             "--xla_cpu_enable_fast_math=false",
+                                "JAX_PLATFORMS": "cuda"})
+    assert env["JAX_PLATFORMS"] == "cpu" and env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert env["XLA_FLAGS"].split() == ["--xla_cpu_enable_fast_math=false",
+                                        "--xla_force_host_platform_device_count=3"]
+
+
+def test_simulated_devices_after_jax_started_are_refused():
+    import jax
+
+    from asynclab.backends import cpu_devices, simulate_cpu_devices
+
+    jax.devices()  # this process's backends are running
+    with pytest.raises(ConfigError, match="before JAX starts"):
+        simulate_cpu_devices(len(jax.devices("cpu")) + 1)
+    with pytest.raises(ConfigError, match="simulate_cpu_devices"):
+        cpu_devices(len(jax.devices("cpu")) + 1)
+    with pytest.raises(ConfigError, match="integer"):
+        simulate_cpu_devices(0)

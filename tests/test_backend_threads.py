@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import children
 import numpy as np
 import pytest
 
@@ -18,8 +19,7 @@ SCRIPT = Path(__file__).parent / "backend_scripts" / "threads_check.py"
 
 @pytest.mark.parametrize("devices", [2, 4])
 def test_replaying_the_real_trace_reproduces_the_run(devices):
-    proc = subprocess.run([sys.executable, str(SCRIPT), str(devices)], capture_output=True,
-                          text=True, timeout=240)
+    proc = children.run(SCRIPT, devices, devices=devices)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     for name, r in report.items():

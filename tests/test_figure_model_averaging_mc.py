@@ -1,6 +1,7 @@
 """The model-averaging Monte-Carlo figure builds, and its claims hold in its own data
 (quick run) and in the committed full-size data."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,17 @@ def test_model_averaging_mc_committed_data():
     assert np.all(data["runs"][np.isin(data["local_steps"], data["bar_local_steps"])]
                   >= 10_000)
     _claims(data, max_change=0.01)
+
+
+
+def test_launch_size_does_not_change_the_runs():
+    """Seeds replayed in launches of 8 give the counts of one launch of all 24."""
+    config = studies.model_averaging_mc.Config(
+        workers=(2,), bar_local_steps=(1,), map_local_steps=(1,), budget=300, budget_few=300,
+        runs=24, check_runs=8, success_loss=3.0, threads=1)
+    one = studies.model_averaging_mc.run(dataclasses.replace(config, launch_seeds=24))
+    split = studies.model_averaging_mc.run(dataclasses.replace(config, launch_seeds=8))
+    assert one["runs"].tolist() == split["runs"].tolist() == [[24]]
+    for key in ("success", "diverged", "valley", "check_at_budget", "check_at_double"):
+        assert np.array_equal(one[key], split[key]), key
+    assert 0 < one["success"][0, 0] < 24  # the threshold splits the runs

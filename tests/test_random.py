@@ -126,3 +126,21 @@ def test_window_fallback_draws_float32_with_other_keys():
     window = _random.normal_window(key, 3, 2, (2,))
     assert window.dtype == jnp.float32
     assert np.array_equal(window, per_step(key, 3, 2, (2,)))
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**31 + 5, 2**32 - 1])
+def test_seed_keys_are_jax_random_split_and_fold_in(seed):
+    """Every executor's keys: split(key(seed)) -> (init, noise), worker k = fold_in(noise, k)."""
+    from asynclab.engine import seed_keys
+    from asynclab.engine._core import seed_keys_batch
+
+    init_key, noise_key = jax.random.split(jax.random.key(seed))
+    workers = [jax.random.fold_in(noise_key, k) for k in range(5)]
+    got_init, got_workers = seed_keys(seed, 5)
+    assert np.array_equal(jax.random.key_data(got_init), jax.random.key_data(init_key))
+    assert np.array_equal(jax.random.key_data(got_workers),
+                          np.stack([jax.random.key_data(w) for w in workers]))
+    batch_init, batch_workers = seed_keys_batch(jnp.asarray([seed, 1], jnp.uint32), 5)
+    assert np.array_equal(jax.random.key_data(batch_workers[0]),
+                          jax.random.key_data(got_workers))
+    assert np.array_equal(jax.random.key_data(batch_init[0]), jax.random.key_data(init_key))

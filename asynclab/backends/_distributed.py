@@ -29,8 +29,9 @@ def initialize(coordinator: str, num_processes: int, process_id: int,
       coordinator: ``"host:port"`` of process 0, reachable from every process.
       num_processes: number of processes.
       process_id: this process's index, 0 to ``num_processes - 1``.
-      local_devices: the local device ids this process uses (``local_device_ids``), or,
-        on a CPU, an int: the number of simulated CPU devices of this process.
+      local_devices: the local device ids this process uses (``local_device_ids``), or
+        an int: the number of simulated CPU devices of this process (the CPU platform is
+        then selected, whatever accelerator is installed).
       cpu_collectives: the implementation of collectives across processes on CPU devices
         (``jax_cpu_collectives_implementation``: "gloo", "mpi"); None leaves it alone.
         GPUs use NCCL regardless.
@@ -49,6 +50,7 @@ def initialize(coordinator: str, num_processes: int, process_id: int,
         jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
     ids = None
     if isinstance(local_devices, int):
+        jax.config.update("jax_platforms", "cpu")
         jax.config.update("jax_num_cpu_devices", local_devices)
     elif local_devices is not None:
         ids = list(local_devices)

@@ -1,9 +1,14 @@
-"""The pmap backend: an update rule on real devices, one worker per device.
+"""The device executor (``--backend pmap``): an update rule on real devices, one worker
+per device.
+
+The executor is a ``jax.shard_map`` program over a one-axis mesh ``"workers"``: worker
+state and keys are laid out ``P("workers")`` (one row per device), the server state and
+the trace's segment table ``P()`` (the same on every device), placed once with
+``NamedSharding``. The per-device programs are the rules' own functions.
 
 Synchronous rules run one round per call: every device runs ``rule.local`` and then
 ``rule.synchronize`` with its collectives over the named axis ``"workers"`` — the same
-functions the replay runs under ``vmap``. The server state is replicated (``in_axes`` /
-``out_axes`` ``None``): every device computes the same aggregate.
+functions the replay runs under ``vmap``. Every device computes the same aggregate.
 
 Asynchronous rules run a trace cut into *segments* in which each worker appears at most
 once (greedily, in trace order). A segment is one call: the devices whose worker commits
@@ -18,15 +23,10 @@ Everything the run needs per call (server, workers, keys, the segment table) sta
 the devices; the host only dispatches, and waits every ``sync_every`` (≤ 16) calls —
 simulated CPU devices deadlock when too many collective calls are in flight
 (jax-ml/jax#25861) — to collect records and measure wall time.
-
-``_over_devices`` is the one place that names ``jax.pmap``; a ``jax.shard_map`` executor
-would replace it (a mesh over the same devices, ``P("workers")`` for axis 0, ``P()``
-for ``None``) and leave the per-device programs unchanged.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections import OrderedDict
@@ -37,10 +37,25 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
-from ..engine import INITS, Result, initial_state, seed_keys, structure_key, with_values
+from ..engine import Result, structure_key, with_values
+from ..engine._core import (
+    check_count,
+    check_init,
+    check_rule,
+    check_traces,
+    guard,
+    initial_state,
+    recorded_loss,
+    row,
+    run_config,
+    seed_keys,
+    select,
+)
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, AsynchronousRule, Rule, SynchronousRule
 from . import _checkpoint
@@ -69,59 +84,6 @@ class BackendRun(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- traces
-
-
-def trace_from_order(worker: Sequence[int], n_workers: int, *, local_steps: int = 1,
-                     time: Sequence[float] | None = None, group_size: int = 1) -> Trace:
-    """The :class:`~asynclab.cluster.Trace` of commits by ``worker`` in this order.
-
-    Each worker pulls right after its commit, so commit ``t`` by worker ``k`` has
-    ``pulled_clock`` = 1 + the index of ``k``'s previous commit (0 for its first).
-
-    Args:
-      worker: the committing worker (or group, for a mixed rule) of each event.
-      n_workers: number of workers (groups).
-      local_steps: λ, the local steps per commit.
-      time: seconds of each commit (default: every worker takes one second per commit
-        and the commits are spread evenly, ``(t + 1) / n``).
-      group_size: workers per group, for the ``mixed`` rule.
-    """
-    worker = np.asarray(worker, np.int32)
-    if int(n_workers) != n_workers or n_workers < 1:
-        raise ConfigError(f"n_workers must be an integer >= 1, got {n_workers!r}")
-    if worker.ndim != 1 or np.any(worker < 0) or np.any(worker >= n_workers):
-        raise ConfigError(f"worker must be a list of ids in [0, {n_workers})")
-    last = np.zeros(n_workers, np.int32)
-    pulled = np.empty_like(worker)
-    for t, k in enumerate(worker.tolist()):
-        pulled[t] = last[k]
-        last[k] = t + 1
-    if time is None:
-        time = np.arange(1, worker.size + 1) / n_workers
-    return Trace(time=np.asarray(time, np.float64), worker=worker, pulled_clock=pulled,
-                 staleness=(np.arange(worker.size, dtype=np.int32) - pulled),
-                 n_workers=int(n_workers), local_steps=int(local_steps),
-                 group_size=int(group_size))
-
-
-def round_robin_trace(n_workers: int, rounds: int, *, local_steps: int = 1,
-                      group_size: int = 1) -> Trace:
-    """Workers commit in the fixed order 0, 1, …, n−1, ``rounds`` times."""
-    return trace_from_order(np.tile(np.arange(n_workers), rounds), n_workers,
-                            local_steps=local_steps, group_size=group_size)
-
-
-def random_order_trace(n_workers: int, rounds: int, rng, *, local_steps: int = 1,
-                       group_size: int = 1) -> Trace:
-    """Every worker commits once per round, in a fresh random order each round.
-
-    Args:
-      rng: a ``numpy.random.Generator`` or a seed.
-    """
-    rng = np.random.default_rng(rng)
-    order = np.concatenate([rng.permutation(n_workers) for _ in range(rounds)])
-    return trace_from_order(order, n_workers, local_steps=local_steps,
-                            group_size=group_size)
 
 
 def segment_starts(trace: Trace | RoundTrace) -> np.ndarray:
@@ -185,39 +147,65 @@ def _plan(trace, starts: np.ndarray, record_every: int) -> Plan:
 # ----------------------------------------------------------------------------- devices
 
 
-def _over_devices(fn, devices, in_axes, out_axes):
-    """``fn`` once per device, collectives over ``AXIS``: the one place that names pmap."""
-    return jax.pmap(fn, axis_name=AXIS, in_axes=in_axes, out_axes=out_axes, devices=devices)
+def _mesh(devices) -> Mesh:
+    """A one-axis mesh ``"workers"`` over the run's devices, worker k on ``devices[k]``."""
+    return Mesh(np.asarray(devices, dtype=object), (AXIS,))
 
 
-@functools.lru_cache(maxsize=16)
-def _placer(devices: tuple | None, kind: str):
-    """Small pmapped helpers, one compilation per device set."""
-    devices = None if devices is None else list(devices)
-    if kind == "replicate":
-        return _over_devices(lambda _, x: x, devices, (0, None), None)
-    if kind == "shard":
-        return _over_devices(lambda x: x, devices, 0, 0)
-    return _over_devices(lambda _: jax.lax.axis_index(AXIS), devices, 0, 0)  # "index"
+def _spec(axes):
+    """The partition specs of ``in_axes``/``out_axes``-style axes (nested tuples of 0/None)."""
+    if isinstance(axes, tuple):
+        return tuple(_spec(a) for a in axes)
+    return P(AXIS) if axes == 0 else P()
 
 
-def _replicate(tree, devices, n_local: int):
-    """``tree`` copied onto every device once, in the layout ``in_axes=None`` reads."""
-    return _placer(_key(devices), "replicate")(np.zeros(n_local, np.int32), tree)
+def _over_devices(fn, mesh: Mesh, in_axes, out_axes):
+    """``fn`` once per device as a jitted ``shard_map`` program over the mesh axis.
+
+    ``fn`` is written per device: an argument or result with axis ``0`` is one worker's
+    row (laid out ``P("workers")`` across the mesh), one with ``None`` is the same on
+    every device (``P()``). Collectives inside ``fn`` name ``AXIS``.
+    """
+
+    def per_device(*args):
+        args = [jax.tree.map(lambda x: x[0], a) if axis == 0 else a
+                for a, axis in zip(args, in_axes, strict=True)]
+        return _add_rows(fn(*args), out_axes)
+
+    program = jax.shard_map(per_device, mesh=mesh, in_specs=_spec(tuple(in_axes)),
+                            out_specs=_spec(out_axes), check_vma=False)
+    return jax.jit(program)
 
 
-def _shard(tree, devices):
-    """``tree`` (leading axis = local devices) placed one row per device, once."""
-    return _placer(_key(devices), "shard")(tree)
+def _add_rows(out, axes):
+    if isinstance(axes, tuple):
+        return tuple(_add_rows(o, a) for o, a in zip(out, axes, strict=True))
+    return jax.tree.map(lambda x: x[None], out) if axes == 0 else out
 
 
-def _axis_indices(devices, n_local: int) -> np.ndarray:
-    """Which worker (index on the mapped axis) each local device is."""
-    return _rows(_placer(_key(devices), "index")(np.zeros(n_local, np.int32)))
+def _replicate(tree, mesh: Mesh):
+    """``tree`` (host values, the same in every process) copied onto every device."""
+    sharding = NamedSharding(mesh, P())
+
+    def put(x):
+        x = np.asarray(x)
+        return jax.make_array_from_callback(x.shape, sharding, lambda _: x)
+
+    return jax.tree.map(put, tree)
 
 
-def _key(devices):
-    return None if devices is None else tuple(devices)
+def _shard(rows, ids, mesh: Mesh):
+    """``rows`` (leading axis: this process's workers ``ids``) placed one per device."""
+    sharding = NamedSharding(mesh, P(AXIS))
+    n = mesh.devices.size
+    where = {int(g): i for i, g in enumerate(ids)}
+
+    def put(x):
+        x = np.asarray(x)
+        return jax.make_array_from_callback(
+            (n,) + x.shape[1:], sharding, lambda index: x[where[index[0].start or 0]][None])
+
+    return jax.tree.map(put, rows)
 
 
 def _replica(x) -> np.ndarray:
@@ -226,7 +214,7 @@ def _replica(x) -> np.ndarray:
 
 
 def _rows(x) -> np.ndarray:
-    """A stacked array's local rows, in the order of the mapped axis."""
+    """A stacked array's local rows, in the order of the mesh axis."""
     if x.is_fully_addressable:
         return np.asarray(x)
     shards = sorted(x.addressable_shards, key=lambda s: s.index[0].start or 0)
@@ -234,16 +222,17 @@ def _rows(x) -> np.ndarray:
 
 
 def _resolve_devices(n_workers: int, devices):
-    """``(devices for pmap or None for all, local worker count)``."""
+    """``(devices, ids)``: one device per worker, and the workers this process feeds."""
     available = jax.devices()
     if devices is None:
         if n_workers > len(available):
             raise ConfigError(
                 f"the trace has {n_workers} workers but only {len(available)} "
                 f"{available[0].platform} device(s) are available; the pmap backend runs "
-                "one worker per device. On a CPU, simulate devices by setting "
-                f"XLA_FLAGS=--xla_force_host_platform_device_count={n_workers} in the "
-                "environment before jax is imported."
+                "one worker per device. Simulate CPU devices with "
+                f"asynclab.backends.simulate_cpu_devices({n_workers}), or JAX_PLATFORMS=cpu "
+                f"and XLA_FLAGS=--xla_force_host_platform_device_count={n_workers} in the "
+                "environment before JAX starts."
             )
         devices = available[:n_workers]
     devices = list(devices)
@@ -256,8 +245,9 @@ def _resolve_devices(n_workers: int, devices):
         raise ConfigError(
             f"a multi-process run uses every global device ({jax.device_count()}); the "
             f"trace has {n_workers} workers")
-    n_local = sum(d.process_index == jax.process_index() for d in devices)
-    return (None if devices == available else devices), n_local
+    ids = np.asarray([k for k, d in enumerate(devices)
+                      if d.process_index == jax.process_index()], np.int64)
+    return devices, ids
 
 
 # ----------------------------------------------------------------------------- programs
@@ -271,18 +261,6 @@ class Shared(NamedTuple):
     step: Any
 
 
-def _all_finite(tree):
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
-
-
-def _select(keep, new, old):
-    return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, old)
-
-
-def _row(tree, i):
-    return jax.tree.map(lambda x: x[i], tree)
-
-
 def _record(loss, center, diverged_at, index, live, plan: Plan):
     """The central loss if event ``index`` closes a record block, else NaN.
 
@@ -293,10 +271,9 @@ def _record(loss, center, diverged_at, index, live, plan: Plan):
     due = live & (((index + 1) % every == 0) | (index == plan.n_events - 1))
 
     def measure(diverged_at):
-        value = loss(center).astype(jnp.float32)
-        fresh = (diverged_at < 0) & ~jnp.isfinite(value)
-        diverged_at = jnp.where(fresh, (index // every + 1) * every - 1, diverged_at)
-        return jnp.where(diverged_at >= 0, jnp.float32(jnp.nan), value), diverged_at
+        value, diverged_at = recorded_loss(loss, center, diverged_at,
+                                           (index // every + 1) * every - 1)
+        return value.astype(jnp.float32), diverged_at
 
     def skip(diverged_at):
         return jnp.float32(jnp.nan), diverged_at
@@ -312,12 +289,9 @@ def round_program(rule: SynchronousRule, gradient, loss, record_paths: bool):
         index = plan.start[shared.step]
         local = rule.local(worker, gradient, key, me)
         server, after, _ = rule.synchronize(shared.server, local)
-        live = shared.diverged_at < 0
-        bad = ~_all_finite(server.center)
-        keep = live & ~bad
-        server = _select(keep, server, shared.server)
-        worker = _select(keep, after, worker)
-        diverged_at = jnp.where(live & bad, index, shared.diverged_at)
+        keep, diverged_at = guard(server.center, shared.diverged_at, True, index)
+        server = select(keep, server, shared.server)
+        worker = select(keep, after, worker)
         value, diverged_at = _record(loss, server.center, diverged_at, index, True, plan)
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
@@ -343,13 +317,10 @@ def segment_program(rule: AsynchronousRule, gradient, loss, record_paths: bool):
         def slot(state, j):
             server, mine, diverged_at = state
             committer, index, live_slot = order[j], start + j, active[j]
-            new_server, new_worker, _ = rule.exchange(server, _row(gathered, committer))
-            live = live_slot & (diverged_at < 0)
-            bad = ~_all_finite(new_server.center)
-            keep = live & ~bad
-            server = _select(keep, new_server, server)
-            mine = _select(keep & (committer == me), new_worker, mine)
-            diverged_at = jnp.where(live & bad, index, diverged_at)
+            new_server, new_worker, _ = rule.exchange(server, row(gathered, committer))
+            keep, diverged_at = guard(new_server.center, diverged_at, live_slot, index)
+            server = select(keep, new_server, server)
+            mine = select(keep & (committer == me), new_worker, mine)
             value, diverged_at = _record(loss, server.center, diverged_at, index, live_slot,
                                          plan)
             return (server, mine, diverged_at), (value, server.center if record_paths else ())
@@ -367,23 +338,26 @@ def segment_program(rule: AsynchronousRule, gradient, loss, record_paths: bool):
 _PROGRAMS: OrderedDict = OrderedDict()
 
 
-def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices):
-    """The pmapped round or segment, cached by the rule's structure, problem and devices;
-    the rule's traced hyperparameters are its last (replicated) argument, as in the
-    replay, so both compute with the same values the same way."""
-    key = (structure_key(rule), id(problem), noise, record_paths,
-           None if devices is None else tuple(d.id for d in devices))
+def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices,
+             key_dtype):
+    """The round or segment as a ``shard_map`` program, cached by the rule's structure,
+    problem and devices; the rule's traced hyperparameters are its last (replicated)
+    argument, as in the replay, so both compute with the same values the same way.
+
+    Keys travel as their raw data (``uint32``) and are wrapped on the devices."""
+    key = (structure_key(rule), id(problem), noise, record_paths, tuple(d.id for d in devices),
+           key_dtype)
     if key in _PROGRAMS:
         _PROGRAMS.move_to_end(key)
         return _PROGRAMS[key][-1]
     gradient = stochastic_gradient(problem, noise)
     build = round_program if rule.synchronous else segment_program
 
-    def program(shared, worker, key, plan, values):
+    def program(shared, worker, key_data, plan, values):
         step = build(with_values(rule, values), gradient, problem.loss, record_paths)
-        return step(shared, worker, key, plan)
+        return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype), plan)
 
-    fn = _over_devices(program, devices, in_axes=(None, 0, 0, None, None),
+    fn = _over_devices(program, _mesh(devices), in_axes=(None, 0, 0, None, None),
                        out_axes=(None, 0, (None, None, 0)))
     _PROGRAMS[key] = (rule, problem, fn)
     while len(_PROGRAMS) > 16:
@@ -411,39 +385,13 @@ def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
 
 def _check(rule, problem: Problem, trace, init: str, record_every, sync_every, checkpoint,
            checkpoint_every, resume) -> None:
-    if not isinstance(rule, AsynchronousRule | SynchronousRule):
-        raise ConfigError(f"the pmap backend runs rules from asynclab.rules, got {rule!r}")
-    if not isinstance(problem, Problem):
-        raise ConfigError(f"problem must be an asynclab.problems.Problem, got {problem!r}")
-    kind = RoundTrace if rule.synchronous else Trace
-    if not isinstance(trace, kind):
-        raise ConfigError(
-            f"the pmap backend runs the {'synchronous' if rule.synchronous else 'asynchronous'}"
-            f" rule {rule.name} on a {kind.__name__}, got {type(trace).__name__}")
-    if trace.n_events == 0:
-        raise ConfigError("the trace has no events; give a positive budget")
-    if trace.local_steps != rule.local_steps:
-        raise ConfigError(
-            f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
-            f"{rule.name} takes local_steps={rule.local_steps}")
-    group_size = rule.group_size
-    if getattr(trace, "group_size", 1) != group_size:
-        raise ConfigError(
-            f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} but the "
-            f"rule {rule.name} takes group_size={group_size}")
-    if init not in INITS:
-        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
-    if init == "random_per_worker" and not rule.synchronous:
-        raise ConfigError(f"init='random_per_worker' needs a synchronous rule; {rule.name} "
-                          "workers start by pulling the centre")
-    counts = [("record_every", record_every, None), ("sync_every", sync_every, MAX_IN_FLIGHT)]
+    check_rule(rule, problem, "the pmap backend")
+    check_traces(rule, [trace])
+    check_init(rule, init)
+    check_count("record_every", record_every)
+    check_count("sync_every", sync_every, MAX_IN_FLIGHT)
     if checkpoint_every is not None:
-        counts.append(("checkpoint_every", checkpoint_every, None))
-    for name, value, top in counts:
-        if isinstance(value, bool) or int(value) != value or value < 1 or (
-                top is not None and value > top):
-            bound = f" and <= {top}" if top else ""
-            raise ConfigError(f"{name} must be an integer >= 1{bound}, got {value!r}")
+        check_count("checkpoint_every", checkpoint_every)
     if (checkpoint_every is not None or resume) and checkpoint is None:
         raise ConfigError("checkpoint_every and resume need a checkpoint path")
 
@@ -512,18 +460,16 @@ def run_pmap(
            resume)
     record_every, sync_every = int(record_every), int(sync_every)
     n = trace.n_workers
-    pmap_devices, n_local = _resolve_devices(n, devices)
+    devices, ids = _resolve_devices(n, devices)
     if record_paths is None:
         record_paths = problem.dim <= 2
     record_paths = bool(record_paths) and jax.process_count() == 1
     noise = float(noise)
     starts = segment_starts(trace)
     n_segments, n_events = starts.size - 1, trace.n_events
-    program = _program(rule, problem, noise, record_paths, pmap_devices)
-
-    # Which global worker each local device is (its index on the mapped axis).
-    ids = _axis_indices(pmap_devices, n_local)
     init_key, worker_keys = seed_keys(seed, n)
+    program = _program(rule, problem, noise, record_paths, devices, worker_keys.dtype)
+
     values = {k: jnp.asarray(v, jnp.float32) for k, v in
               (rule.values if rule.structure is not None else {}).items()}
     server, workers, first_loss = _initial(rule, problem, n, init)(init_key, values)
@@ -545,18 +491,18 @@ def run_pmap(
         position, diverged_at = saved.position, saved.diverged_at
         records.restore(saved.records)
 
-    plan = _replicate(_plan(trace, starts, record_every), pmap_devices, n_local)
-    shared = Shared(server, jnp.asarray(diverged_at, jnp.int32), jnp.asarray(position,
-                                                                            jnp.int32))
-    shared = _replicate(shared, pmap_devices, n_local)
-    workers = _shard(workers, pmap_devices)
-    keys = _shard(worker_keys[ids], pmap_devices)
+    mesh = _mesh(devices)
+    plan = _replicate(_plan(trace, starts, record_every), mesh)
+    shared = _replicate(Shared(server, np.int32(diverged_at), np.int32(position)), mesh)
+    workers = _shard(workers, ids, mesh)
+    keys = _shard(jax.random.key_data(worker_keys)[ids], ids, mesh)
+    placed_values = _replicate(values, mesh)
 
     pending: list = []
     clock = time.perf_counter()
     step = position
     while step < n_segments and diverged_at < 0:
-        shared, workers, out = program(shared, workers, keys, plan, values)
+        shared, workers, out = program(shared, workers, keys, plan, placed_values)
         pending.append(out)
         step += 1
         save_now = checkpoint is not None and (step == n_segments or (
@@ -577,11 +523,9 @@ def run_pmap(
                                                     events_done)
     time_, worker, staleness = _event_arrays(trace, rule.synchronous)
     result = Result(
-        config={**dict(config or {}), "backend": "pmap", "rule": rule.name,
-                "synchronous": rule.synchronous,
-                "hyperparameters": dict(rule.hyperparameters), "problem": problem.name,
-                "dim": problem.dim, "workers": n, "seeds": [int(seed)], "noise": noise,
-                "init": init, "record_every": record_every},
+        config={**dict(config or {}),
+                **run_config(rule, problem, workers=n, seeds=[seed], noise=noise, init=init,
+                             backend="pmap", record_every=record_every)},
         seeds=np.asarray([seed], np.int64),
         time=time_,
         worker=worker,

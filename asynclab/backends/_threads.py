@@ -19,7 +19,7 @@ import numpy as np
 
 from .._errors import ConfigError
 from ..cluster import Cluster, ComputeTime, Trace, simulate_async
-from ..engine import initial_state, seed_keys
+from ..engine._core import check_count, check_init, check_rule, initial_state, row, seed_keys
 from ..problems import Problem, stochastic_gradient
 from ..rules import Rule
 
@@ -44,10 +44,6 @@ class ThreadsRun(NamedTuple):
 
     def staleness_histogram(self) -> np.ndarray:
         return np.bincount(self.trace.staleness, minlength=1)
-
-
-def _row(tree, k):
-    return jax.tree.map(lambda x: x[k], tree)
 
 
 def run_threads(
@@ -77,11 +73,12 @@ def run_threads(
     Returns:
       A :class:`ThreadsRun` whose ``trace`` replays to the same numbers.
     """
+    check_rule(rule, problem, "the threads backend")
     if rule.synchronous:
         raise ConfigError(f"{rule.name} is synchronous; the threads backend runs asynchronous "
                           "rules (use --backend pmap for synchronous ones)")
-    if int(commits) != commits or commits < 1:
-        raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
+    commits = check_count("commits", commits)
+    check_init(rule, init)
     if rule.group_size != 1:
         raise ConfigError(f"{rule.name} with groups needs the simulator (--backend sim)")
     devices = list(jax.devices() if devices is None else devices)
@@ -100,7 +97,7 @@ def run_threads(
     server, stacked = initial_state(rule, problem, init_key, n, init)
     host = devices[0]
     server = jax.device_put(server, host)
-    states = [jax.device_put(_row(stacked, k), devices[k]) for k in range(n)]
+    states = [jax.device_put(row(stacked, k), devices[k]) for k in range(n)]
     keys = [jax.device_put(worker_keys[k], devices[k]) for k in range(n)]
     local = jax.jit(lambda w, key, k: rule.local(w, gradient, key, k))
     exchange = jax.jit(rule.exchange)

@@ -1,5 +1,9 @@
 """Cluster timing models and the SimPy simulator that turns them into a trace."""
 
+from ._orders import random_order_trace as random_order_trace
+from ._orders import round_robin_trace as round_robin_trace
+from ._orders import simulate_sync_with_warmup as simulate_sync_with_warmup
+from ._orders import trace_from_order as trace_from_order
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulate_sync as simulate_sync
 from ._timing import DISTRIBUTIONS as DISTRIBUTIONS
@@ -20,6 +24,10 @@ __all__ = [
     "Straggler",
     "Trace",
     "heterogeneous",
+    "random_order_trace",
+    "round_robin_trace",
     "simulate_async",
     "simulate_sync",
+    "simulate_sync_with_warmup",
+    "trace_from_order",
 ]

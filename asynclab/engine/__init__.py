@@ -1,9 +1,9 @@
 """The replay engine: a trace and a rule in, a result out."""
 
-from ._replay import INITS as INITS
-from ._replay import initial_state as initial_state
+from ._core import INITS as INITS
+from ._core import initial_state as initial_state
+from ._core import seed_keys as seed_keys
 from ._replay import replay as replay
-from ._replay import seed_keys as seed_keys
 from ._replay import structure_key as structure_key
 from ._replay import with_values as with_values
 from ._result import Result as Result

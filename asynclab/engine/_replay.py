@@ -27,9 +27,18 @@ from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, RULES, Rule
+from ._core import (
+    check_init,
+    check_traces,
+    guard,
+    initial_state,
+    put_row,
+    recorded_loss,
+    row,
+    seed_keys_batch,
+    select,
+)
 from ._result import Result
-
-INITS = ("start", "random", "random_per_worker")
 
 
 class Carry(NamedTuple):
@@ -40,36 +49,17 @@ class Carry(NamedTuple):
     diverged_at: jax.Array
 
 
-def _row(tree, i):
-    return jax.tree.map(lambda x: x[i], tree)
-
-
-def _put_row(tree, i, row):
-    return jax.tree.map(lambda x, r: x.at[i].set(r), tree, row)
-
-
-def _select(keep, new, old):
-    return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, old)
-
-
-def _all_finite(tree) -> jax.Array:
-    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]
-    return jnp.all(jnp.stack(leaves))
-
-
 def _guarded(carry: Carry, new_server, new_workers, active, index) -> Carry:
     """Apply an event's result unless the event is padding or the run has diverged.
 
     A centre that turned non-finite is not applied: the run is marked as diverged at this
     event and its state is frozen at the last finite centre.
     """
-    live = active & (carry.diverged_at < 0)
-    bad = ~_all_finite(new_server.center)
-    keep = live & ~bad
+    keep, diverged_at = guard(new_server.center, carry.diverged_at, active, index)
     return Carry(
-        server=_select(keep, new_server, carry.server),
-        workers=_select(keep, new_workers, carry.workers),
-        diverged_at=jnp.where(live & bad, index, carry.diverged_at),
+        server=select(keep, new_server, carry.server),
+        workers=select(keep, new_workers, carry.workers),
+        diverged_at=diverged_at,
     )
 
 
@@ -77,15 +67,15 @@ def asynchronous_event(rule, gradient):
     """One commit: local work of the committing worker, then its exchange."""
 
     def event(carry: Carry, worker_keys, worker_id, active, index):
-        before = _row(carry.workers, worker_id)
+        before = row(carry.workers, worker_id)
         worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
         server, worker_after, _ = rule.exchange(carry.server, worker)
         # Only the committing worker's row can change: select on that row alone.
-        row = _guarded(
+        kept = _guarded(
             Carry(carry.server, before, carry.diverged_at), server, worker_after, active, index
         )
-        workers = _put_row(carry.workers, worker_id, row.workers)
-        return Carry(row.server, workers, row.diverged_at), worker.params
+        workers = put_row(carry.workers, worker_id, kept.workers)
+        return Carry(kept.server, workers, kept.diverged_at), worker.params
 
     return event
 
@@ -121,11 +111,9 @@ def chunk_runner(event, loss, record_paths: bool):
 
             carry, paths = jax.lax.scan(step, carry, block_events)
             center = carry.server.center
-            value = loss(center)
-            fresh = (carry.diverged_at < 0) & ~jnp.isfinite(value)
-            last = block_events[2][-1]
-            carry = carry._replace(diverged_at=jnp.where(fresh, last, carry.diverged_at))
-            value = jnp.where(carry.diverged_at >= 0, jnp.nan, value)
+            value, diverged_at = recorded_loss(loss, center, carry.diverged_at,
+                                               block_events[2][-1])
+            carry = carry._replace(diverged_at=diverged_at)
             return carry, (value, center if record_paths else None, paths)
 
         return jax.lax.scan(block, carry, events)
@@ -133,36 +121,8 @@ def chunk_runner(event, loss, record_paths: bool):
     return chunk
 
 
-def seed_keys(seed, n_workers: int):
-    """The keys of one seed: ``(init_key, worker_keys)``, ``worker_keys`` of shape ``(n,)``.
-
-    Worker k's step s draws its noise from ``fold_in(worker_keys[k], s)`` (see
-    ``asynclab.rules.parts.local_work``). Every executor derives its keys here, so the
-    same seed gives the same numbers on every backend.
-    """
-    init_key, noise_key = jax.random.split(jax.random.key(seed))
-    workers = jax.vmap(lambda w: jax.random.fold_in(noise_key, w))(jnp.arange(n_workers))
-    return init_key, workers
-
-
-def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: str = "start"):
-    """``(server, workers)`` at the start of a run; workers stacked on a leading axis."""
-    carry = _initial_carry(rule, problem, init_key, n_workers, init)
-    return carry.server, carry.workers
-
-
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str) -> Carry:
-    if init == "start":
-        center = problem.initial_params()
-        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
-    elif init == "random":
-        center = problem.initial_params(key)
-        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
-    else:  # random_per_worker
-        starts = problem.initial_params(key, n_workers)
-        center = jnp.mean(starts, axis=0)
-    server = rule.init_server(center)
-    workers = jax.vmap(rule.init_worker, in_axes=(0, None))(starts, server)
+    server, workers = initial_state(rule, problem, key, n_workers, init)
     return Carry(server, workers, jnp.asarray(-1, jnp.int32))
 
 
@@ -218,20 +178,8 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
 
 
 def _stack_traces(traces, synchronous: bool):
-    """Event arrays ``(Tr, T)`` from traces of possibly different lengths (padded)."""
-    kind = RoundTrace if synchronous else Trace
-    for trace in traces:
-        if not isinstance(trace, kind):
-            raise ConfigError(
-                f"a {'synchronous' if synchronous else 'asynchronous'} rule replays a "
-                f"{kind.__name__}, got {type(trace).__name__}"
-            )
+    """Event arrays ``(Tr, T)`` from checked traces of possibly different lengths (padded)."""
     length = max(t.n_events for t in traces)
-    if length == 0:
-        raise ConfigError("the trace has no events; give a positive budget")
-    n_workers = {t.n_workers for t in traces}
-    if len(n_workers) != 1:
-        raise ConfigError(f"traces replayed together must have one worker count, got {n_workers}")
     time = np.zeros((len(traces), length))
     worker = np.full((len(traces), length), -1, np.int32)
     staleness = np.full((len(traces), length), -1, np.int32)
@@ -244,7 +192,7 @@ def _stack_traces(traces, synchronous: bool):
             staleness[i, :m] = t.staleness
         else:
             staleness[i, :m] = 0
-    return time, worker, staleness, n_workers.pop()
+    return time, worker, staleness
 
 
 _COMPILED: OrderedDict = OrderedDict()
@@ -312,31 +260,14 @@ class _Plan(NamedTuple):
 
 
 def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _Plan:
-    if init not in INITS:
-        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
-    if init == "random_per_worker" and not rule.synchronous:
-        raise ConfigError(
-            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
-            "start by pulling the centre"
-        )
+    check_init(rule, init)
     if isinstance(traces, Trace | RoundTrace):
         traces = [traces]
     traces = list(traces)
     if len(traces) not in (1, n_seeds):
         raise ConfigError(f"give one trace, or one per seed ({n_seeds}); got {len(traces)}")
-    time, worker, staleness, n_workers = _stack_traces(traces, rule.synchronous)
-    for trace in traces:
-        if trace.local_steps != rule.local_steps:
-            raise ConfigError(
-                f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
-                f"{rule.name} takes local_steps={rule.local_steps}"
-            )
-    for trace in traces:
-        if getattr(trace, "group_size", 1) != rule.group_size:  # RoundTraces have no groups
-            raise ConfigError(
-                f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} "
-                f"but the rule {rule.name} takes group_size={rule.group_size}"
-            )
+    n_workers = check_traces(rule, traces)
+    time, worker, staleness = _stack_traces(traces, rule.synchronous)
     n_events = time.shape[1]
     if record_every is None:
         record_every = max(1, math.ceil(n_events / 1000))
@@ -378,8 +309,7 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
     run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, n_workers,
                                 shared)
     values = {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
-    init_keys, worker_keys = jax.vmap(lambda s: seed_keys(s, n_workers))(
-        jnp.asarray(seeds, jnp.uint32))
+    init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n_workers)
     carry, first_loss = _initial_carry_batch(rule, problem, n_workers, init)(init_keys, values)
     first_loss = np.asarray(first_loss)
     first_center = np.asarray(carry.server.center)

@@ -8,9 +8,16 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._errors import ConfigError
-from ..cluster import Cluster, ComputeTime, RoundTrace, simulate_async, simulate_sync
+from ..cluster import (
+    Cluster,
+    ComputeTime,
+    simulate_async,
+    simulate_sync,
+    simulate_sync_with_warmup,
+)
 from ..problems import Problem, get_problem
 from ..rules import RULES, Rule, make_rule
+from ._core import run_config
 from ._replay import replay
 from ._result import Result
 
@@ -91,31 +98,14 @@ def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0)
     """
     warmup = rule.warmup_rounds if rule.synchronous else 0
     if warmup:
-        return _warm_then_local(cluster, rule.local_steps, warmup, commits, horizon, rng)
+        return simulate_sync_with_warmup(cluster, warmup_rounds=warmup,
+                                         local_steps=rule.local_steps, rounds=commits,
+                                         horizon=horizon, rng=rng)
     if rule.synchronous:
         return simulate_sync(cluster, local_steps=rule.local_steps, rounds=commits,
                              horizon=horizon, rng=rng)
     return simulate_async(cluster, local_steps=rule.local_steps, commits=commits,
                           horizon=horizon, rng=rng)
-
-
-def _warm_then_local(cluster, local_steps, warmup, commits, horizon, rng):
-    seeds = np.random.SeedSequence(rng if isinstance(rng, int) else 0).spawn(2)
-    first = simulate_sync(cluster, local_steps=1, rng=np.random.default_rng(seeds[0]),
-                          rounds=warmup if commits is None else min(warmup, commits),
-                          horizon=horizon)
-    elapsed = float(first.time[-1]) if first.n_events else 0.0
-    parts = [first]
-    rest = None if commits is None else commits - first.n_events
-    left = None if horizon is None else horizon - elapsed
-    full_warmup = first.n_events == warmup
-    if full_warmup and (rest is None or rest > 0) and (left is None or left > 0):
-        second = simulate_sync(cluster, local_steps=local_steps, rounds=rest, horizon=left,
-                               rng=np.random.default_rng(seeds[1]))
-        parts.append(second._replace(time=second.time + elapsed))
-    return RoundTrace(time=np.concatenate([p.time for p in parts]),
-                      duration=np.concatenate([p.duration for p in parts]),
-                      n_workers=cluster.workers, local_steps=local_steps)
 
 
 def run(
@@ -210,22 +200,16 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
     trace_seeds = seed_list if trace_per_seed else seed_list[:1]
     traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s)
               for s in trace_seeds]
-    config = {
-        "problem": problem_name,
-        "problem_options": dict(problem_options or {}),
-        "rule": rule.name,
-        "synchronous": rule.synchronous,
-        "hyperparameters": dict(rule.hyperparameters),
-        "workers": cluster.workers,
-        "compute": {"distribution": cluster.compute.distribution, "mean": cluster.compute.mean,
-                    "shape": cluster.compute.shape},
-        "cluster": repr(cluster),
-        "commits": commits,
-        "horizon": horizon,
-        "seeds": seed_list,
-        "noise": float(noise),
-        "init": init,
-        "start": None if start is None else [float(v) for v in start],
-        "trace_per_seed": bool(trace_per_seed),
-    }
+    config = run_config(
+        rule, problem, workers=cluster.workers, seeds=seed_list, noise=noise, init=init,
+        problem=problem_name,
+        problem_options=dict(problem_options or {}),
+        compute={"distribution": cluster.compute.distribution, "mean": cluster.compute.mean,
+                 "shape": cluster.compute.shape},
+        cluster=repr(cluster),
+        commits=commits,
+        horizon=horizon,
+        start=None if start is None else [float(v) for v in start],
+        trace_per_seed=bool(trace_per_seed),
+    )
     return problem, rule, traces, seed_list, config

@@ -10,7 +10,8 @@ Asynchronous rules split into *local work* (λ steps of an optax inner optimizer
 worker) and one atomic *exchange* at the server (commit, then pull). Synchronous rules
 are one *round* per worker, written with collectives over the named axis
 ``"workers"``; the same function runs under ``jax.vmap(..., axis_name="workers")`` in
-the replay engine and under ``jax.pmap(..., axis_name="workers")`` on devices.
+the replay engine and in a ``jax.shard_map`` program over the mesh axis ``"workers"`` on
+devices.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ class SynchronousRule(NamedTuple):
       local: ``(worker, gradient, key, worker_id) -> worker``, as for asynchronous rules.
       synchronize: ``(server, worker) -> (server, worker, ExchangeInfo)``, called for every
         worker at once under the named axis ``"workers"`` (``jax.vmap`` in the replay,
-        ``jax.pmap`` on devices); the server it returns is computed from collectives and
+        ``jax.shard_map`` on devices); the server it returns is computed from collectives and
         so is the same on every worker.
       hyperparameters, local_steps, group_size, warmup_rounds, structure, values: as for
         :class:`AsynchronousRule`.

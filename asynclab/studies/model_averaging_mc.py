@@ -16,6 +16,11 @@ along x ≈ 2.625/|y|³, f → 7.31). With η = 1e-4 the stationary loss near th
 ~10⁵ steps, because the last approach along the soft direction of the minimum,
 curvature 0.30, is slow.)
 
+Work per launch: the seeds of a cell are replayed in launches of ``launch_seeds`` (on a
+CPU the check's 500, so that a cell's check and bar share one compilation — the CPU gains
+nothing from more seeds per launch; on an accelerator all of them, which it needs to be
+busy). Seeds are independent, so the launch size does not change any run.
+
 Budget: in local steps per worker (λ · rounds), the same for every λ. It is larger for
 few workers, whose slowest runs creep along the line x ≈ 0⁺ for a long time. Convergence
 check: the doubled budget is replayed on the first ``check_runs`` seeds, recording the
@@ -26,7 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
+import jax
 import numpy as np
 
 from .._progress import progress_bar
@@ -55,6 +62,8 @@ class Config:
       check_runs: runs (seeds 0 … check_runs − 1) replayed with twice the budget.
       success_loss: a run succeeds when its final central loss is below this.
       threads: cells replayed at once (the numbers do not depend on it).
+      launch_seeds: seeds per replay call (None: ``check_runs`` on a CPU, ``runs`` on an
+        accelerator).
     """
 
     workers: tuple[int, ...] = tuple(range(1, 11))
@@ -69,6 +78,7 @@ class Config:
     check_runs: int = 500
     success_loss: float = 0.1
     threads: int = 2
+    launch_seeds: int | None = None
 
     @classmethod
     def quick(cls) -> Config:
@@ -98,6 +108,33 @@ def _replay(config, problem, n, lam, steps, seeds, records):
                   progress=False)  # cells run two at a time: one bar for the study
 
 
+class _Runs(NamedTuple):
+    """What the study keeps of a cell's runs."""
+
+    loss: np.ndarray  # (S, records + 1)
+    final_params: np.ndarray  # (S, 2)
+    diverged_at: np.ndarray  # (S,)
+
+    @property
+    def n_seeds(self) -> int:
+        return self.loss.shape[0]
+
+
+def _launch_seeds(config) -> int:
+    if config.launch_seeds is not None:
+        return int(config.launch_seeds)
+    return config.check_runs if jax.default_backend() == "cpu" else config.runs
+
+
+def _replay_seeds(config, problem, n, lam, steps, seeds, records) -> _Runs:
+    """:func:`_replay` over ``seeds`` in launches of ``_launch_seeds(config)``."""
+    seeds = list(seeds)
+    size = _launch_seeds(config)
+    parts = [_replay(config, problem, n, lam, steps, seeds[i:i + size], records)
+             for i in range(0, len(seeds), size)]
+    return _Runs(*(np.concatenate([getattr(r, f) for r in parts]) for f in _Runs._fields))
+
+
 def run(config: Config = Config(), progress=None) -> dict:
     """Replay every (λ, n) cell; returns success probabilities with Wilson intervals,
     the convergence check and divergence counts."""
@@ -121,10 +158,10 @@ def run(config: Config = Config(), progress=None) -> dict:
         lam, n = cell
         steps = config.budget_for(n)
         # twice the budget on the first check_runs seeds, loss recorded at 1× and 2×
-        check = _replay(config, problem, n, lam, 2 * steps, range(config.check_runs), 2)
+        check = _replay_seeds(config, problem, n, lam, 2 * steps, range(config.check_runs), 2)
         bar = None
         if lam in config.bar_local_steps and config.runs > config.check_runs:
-            bar = _replay(config, problem, n, lam, steps, range(config.runs), 1)
+            bar = _replay_seeds(config, problem, n, lam, steps, range(config.runs), 1)
         return check, bar
 
     # Two cells at a time: XLA keeps both cores busy only for the large cells, and the

@@ -12,9 +12,11 @@ import sys
 import time
 
 MODE, PATH = sys.argv[1], sys.argv[2]
-os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                           + " --xla_force_host_platform_device_count=2")
 os.environ.setdefault("TQDM_DISABLE", "1")
+
+from asynclab.backends import simulate_cpu_devices  # noqa: E402
+
+simulate_cpu_devices(2)  # CPU devices even where a GPU is installed
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

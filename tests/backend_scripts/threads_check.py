@@ -4,18 +4,22 @@ Usage: python threads_check.py N   (prints one JSON object)
 """
 
 import json
-import os
 import sys
 
 n = int(sys.argv[1])
-os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={n}"
 
 import numpy as np  # noqa: E402
 
-from asynclab.backends import predicted_staleness, run_threads  # noqa: E402
+from asynclab.backends import (  # noqa: E402
+    predicted_staleness,
+    run_threads,
+    simulate_cpu_devices,
+)
 from asynclab.engine import replay  # noqa: E402
 from asynclab.problems import beale  # noqa: E402
 from asynclab.rules import make_rule  # noqa: E402
+
+simulate_cpu_devices(n)  # CPU devices even where a GPU is installed
 
 
 def _previous_commit_clock(worker):

@@ -1,0 +1,197 @@
+"""The executor core: what the replay, the device executor and the threads backend share.
+
+Row gather and scatter on the stacked worker axis, the divergence guard, the loss record,
+seeds → keys, the initial state, the checks of a rule against its traces, and the run's
+configuration record. Every executor uses these, so the same rule, trace and seed give
+the same numbers (and the same errors) everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from .. import _random
+from .._errors import ConfigError
+from ..cluster import RoundTrace, Trace
+from ..problems import Problem
+from ..rules import AsynchronousRule, Rule, SynchronousRule
+
+#: How a run's starting point is chosen.
+INITS = ("start", "random", "random_per_worker")
+
+
+# ----------------------------------------------------------------------------- pytrees
+
+
+def row(tree, i):
+    """Row ``i`` of every leaf (one worker's state out of the stacked workers)."""
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def put_row(tree, i, new):
+    """``tree`` with row ``i`` of every leaf replaced by ``new``."""
+    return jax.tree.map(lambda x, r: x.at[i].set(r), tree, new)
+
+
+def select(keep, new, old):
+    """``new`` where ``keep`` else ``old``, leaf by leaf."""
+    return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, old)
+
+
+def all_finite(tree) -> jax.Array:
+    """Whether every element of every leaf is finite."""
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
+
+
+# ----------------------------------------------------------------------------- divergence
+
+
+def guard(new_center, diverged_at, active, index):
+    """The divergence guard of one event: ``(keep, diverged_at)``.
+
+    An event is applied (``keep``) if it is real (``active``), the run has not diverged,
+    and the centre it produces is finite. A live event producing a non-finite centre marks
+    the run as diverged at ``index``; the state stays frozen at the last finite centre.
+    """
+    live = active & (diverged_at < 0)
+    bad = ~all_finite(new_center)
+    return live & ~bad, jnp.where(live & bad, index, diverged_at)
+
+
+def recorded_loss(loss, center, diverged_at, last_index):
+    """``(value, diverged_at)``: the central loss recorded at the end of a block.
+
+    A non-finite loss marks the run as diverged at the block's last event; a diverged run
+    records NaN.
+    """
+    value = loss(center)
+    fresh = (diverged_at < 0) & ~jnp.isfinite(value)
+    diverged_at = jnp.where(fresh, last_index, diverged_at)
+    return jnp.where(diverged_at >= 0, jnp.nan, value).astype(value.dtype), diverged_at
+
+
+# ----------------------------------------------------------------------------- seeds, state
+
+
+def seed_keys(seed, n_workers: int):
+    """The keys of one seed: ``(init_key, worker_keys)``, ``worker_keys`` of shape ``(n,)``.
+
+    Worker k's step s draws its noise from ``fold_in(worker_keys[k], s)`` (see
+    ``asynclab.rules.parts.local_work``). Every executor derives its keys here, so the
+    same seed gives the same numbers on every backend.
+    """
+    key = jax.random.key(seed)
+    if _random._fast(key):
+        # split(key) is [fold_in(key, 0), fold_in(key, 1)] for partitionable Threefry;
+        # the fused hash compiles in a fraction of the time of jax.random's rolled loop
+        init_key, noise_key = _random.fold_in(key, 0), _random.fold_in(key, 1)
+        fold = _random.fold_in
+    else:
+        init_key, noise_key = jax.random.split(key)
+        fold = jax.random.fold_in
+    workers = jax.vmap(lambda w: fold(noise_key, w))(jnp.arange(n_workers))
+    return init_key, workers
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def seed_keys_batch(seeds, n_workers: int):
+    """:func:`seed_keys` of every seed in ``seeds`` (``uint32[S]``), compiled once per
+    ``(S, n_workers)``: ``(init_keys[S], worker_keys[S, n])``."""
+    return jax.vmap(lambda s: seed_keys(s, n_workers))(seeds)
+
+
+def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: str = "start"):
+    """``(server, workers)`` at the start of a run; workers stacked on a leading axis."""
+    if init == "start":
+        center = problem.initial_params()
+        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
+    elif init == "random":
+        center = problem.initial_params(init_key)
+        starts = jnp.broadcast_to(center, (n_workers, problem.dim))
+    else:  # random_per_worker
+        starts = problem.initial_params(init_key, n_workers)
+        center = jnp.mean(starts, axis=0)
+    server = rule.init_server(center)
+    workers = jax.vmap(rule.init_worker, in_axes=(0, None))(starts, server)
+    return server, workers
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def check_rule(rule, problem, executor: str) -> None:
+    """A rule from :mod:`asynclab.rules` and a :class:`~asynclab.problems.Problem`."""
+    if not isinstance(rule, AsynchronousRule | SynchronousRule):
+        raise ConfigError(f"{executor} runs rules from asynclab.rules, got {rule!r}")
+    if not isinstance(problem, Problem):
+        raise ConfigError(f"problem must be an asynclab.problems.Problem, got {problem!r}")
+
+
+def check_init(rule: Rule, init: str) -> None:
+    """``init`` is one of :data:`INITS`, and per-worker starts need a synchronous rule."""
+    if init not in INITS:
+        raise ConfigError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
+    if init == "random_per_worker" and not rule.synchronous:
+        raise ConfigError(
+            f"init='random_per_worker' needs a synchronous rule; {rule.name} workers "
+            "start by pulling the centre"
+        )
+
+
+def check_traces(rule: Rule, traces: Sequence[Trace | RoundTrace]) -> int:
+    """The traces fit the rule (kind, λ, group size, events, one worker count).
+
+    Returns:
+      The traces' number of workers.
+    """
+    kind = RoundTrace if rule.synchronous else Trace
+    for trace in traces:
+        if not isinstance(trace, kind):
+            raise ConfigError(
+                f"a {'synchronous' if rule.synchronous else 'asynchronous'} rule "
+                f"({rule.name}) replays a {kind.__name__}, got {type(trace).__name__}"
+            )
+    if any(t.n_events == 0 for t in traces):
+        raise ConfigError("the trace has no events; give a positive budget")
+    group_size = rule.group_size
+    for trace in traces:
+        if trace.local_steps != rule.local_steps:
+            raise ConfigError(
+                f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
+                f"{rule.name} takes local_steps={rule.local_steps}"
+            )
+        if getattr(trace, "group_size", 1) != group_size:  # RoundTraces have no groups
+            raise ConfigError(
+                f"the trace was scheduled for groups of {getattr(trace, 'group_size', 1)} "
+                f"but the rule {rule.name} takes group_size={group_size}"
+            )
+    n_workers = {t.n_workers for t in traces}
+    if len(n_workers) != 1:
+        raise ConfigError(f"traces replayed together must have one worker count, got {n_workers}")
+    return n_workers.pop()
+
+
+def check_count(name: str, value, top: int | None = None) -> int:
+    """``value`` as an int, which must be an integer >= 1 (and <= ``top``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value \
+            or value < 1 or (top is not None and value > top):
+        bound = f" and <= {top}" if top else ""
+        raise ConfigError(f"{name} must be an integer >= 1{bound}, got {value!r}")
+    return int(value)
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def run_config(rule: Rule, problem: Problem, /, *, workers: int, seeds, noise: float,
+               init: str, **more) -> dict:
+    """The configuration a result records: rule, problem, workers, seeds, noise, init, and
+    whatever the executor adds or overrides (``more``)."""
+    return {"rule": rule.name, "synchronous": rule.synchronous,
+            "hyperparameters": dict(rule.hyperparameters), "problem": problem.name,
+            "dim": problem.dim, "workers": int(workers),
+            "seeds": [int(s) for s in seeds], "noise": float(noise), "init": init, **more}
