@@ -30,10 +30,10 @@ by iterating the recursion (:func:`expected_trajectory`).
 own cluster with rng = s, the same schedules for every point of one n). Two scores per
 point, side by side:
 
-(a) what the theorem speaks of: the decay rate per commit of the seed-averaged centre
-    ‖mean_s θ̃_t‖, fitted (least squares on its logarithm) over the second half of the
-    window in which the mean stands above 3 Monte-Carlo standard errors
-    (:func:`measured_rate`), compared point by point with γ;
+(a) what the theorem speaks of: the decay rate per commit of the seed-averaged centre,
+    fitted per eigen-direction (least squares on a logarithm) over the second half of
+    the window in which the mean stands above 3 Monte-Carlo standard errors, the
+    largest over the directions (:func:`measured_rate`), compared point by point with γ;
 (b) what a user of one run sees: the median over seeds of the commits until a run's own
     loss reaches ``target`` × its initial loss, the median final loss and the fraction
     of unusable runs (overflowed, or ending above the initial loss).
