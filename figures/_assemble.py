@@ -23,7 +23,9 @@ Run times below were measured on the project's 2-core machine. The whole
 `asynclab figures` took **652 s (10.9 min)** on 2026-11-26 at load ≈ 1 (model_averaging_mc
 494 s, easgd 57 s, momentum_tuning 40 s, implicit_momentum 16 s, agn 16 s,
 model_averaging_paths 12 s, straggler 12 s, staleness 5 s); `asynclab figures --quick`
-took 44 s.
+took 44 s. Since then momentum_tuning became a joint (η, μ) sweep (150 s) and easgd
+gained its synchronous stability region (144 s), both measured at load ≈ 8–10 (see their
+notes).
 """
 
 

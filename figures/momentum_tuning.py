@@ -1,5 +1,6 @@
-"""Tuning explicit (server) momentum under asynchrony: the momentum that reaches a target
-loss fastest falls as workers are added (Mitliagkas et al. 2016), in simulation."""
+"""Tuning (η, μ) jointly under asynchrony: the rate of the expected centre predicted by
+Mitliagkas et al.'s (2016) cubic, the measured rate of the seed-averaged centre, and what
+single runs do, per number of workers."""
 
 from pathlib import Path
 
@@ -9,10 +10,10 @@ from asynclab.studies import momentum_tuning
 
 
 def title(config) -> str:
-    return (f"Explicit momentum vs workers: DOWNPOUR (λ = 1) with server momentum, quadratic "
-             f"d = {config.dim}, condition {config.condition:g}, η = {config.learning_rate:g}, "
-             f"σ² = {config.noise:g}, target {config.target:g} × initial loss, "
-             f"{config.seeds} seeds")
+    return (f"Joint (η, μ) tuning of DOWNPOUR (λ = 1) with server momentum, quadratic\n"
+            f"d = {config.dim}, condition {config.condition:g}, σ² = {config.noise:g}, "
+            f"{config.commits} commits, {config.seeds} seeds per point; target "
+            f"{config.target:g} × initial loss")
 
 
 def main(quick: bool = False, out=None) -> dict:

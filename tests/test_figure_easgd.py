@@ -8,7 +8,12 @@ import pytest
 
 from asynclab import studies
 from asynclab.figures import load_figure
-from asynclab.studies.easgd import critical_alpha
+from asynclab.studies.easgd import (
+    critical_alpha,
+    synchronous_block,
+    synchronous_radius,
+    synchronous_stable,
+)
 
 COMMITTED = Path(__file__).resolve().parents[1] / "figures" / "data" / "easgd.npz"
 
@@ -48,11 +53,65 @@ def _synchronous_claims(data):
     assert data["final_loss_rho1_stop"] < data["final_loss_rho1_nostop"]
 
 
+def _stability_claims(data):
+    radius, grew = data["stability_radius"], data["stability_grew"]
+    # the simulation agrees with the spectral radius in every cell clear of the boundary
+    # (|ρ − 1| > 2 %): bounded below it, grown above it
+    clear = np.abs(radius - 1) > 0.02
+    assert np.all(grew[clear & (radius < 1)] == 0)
+    assert np.all(grew[clear & (radius > 1)] == 1)
+    # the region shrinks as workers are added (β = pα): fewer stable cells for the
+    # largest p than for the smallest
+    stable = (grew == 0).sum(axis=(1, 2))
+    assert stable[-1] < stable[0]
+    # the paper's order and the rule's order give different regions: some simulated cell
+    # lies on opposite sides of the two boundaries
+    paper = data["stability_radius_paper"]
+    assert np.any(clear & (np.abs(paper - 1) > 0.02) & ((paper < 1) != (radius < 1)))
+
+
+def _full_map(step, alpha, p, paper_order=False):
+    """One synchronous EASGD round (λ = 1, β = pα) on (θ¹, …, θᵖ, θ̃), curvature 1,
+    written worker by worker."""
+    beta = p * alpha
+    m = np.zeros((p + 1, p + 1))
+    for k in range(p):
+        if paper_order:  # gradient and elastic term at the round's start
+            m[k, k] = 1 - step - alpha
+            m[k, p] = alpha
+            m[p, k] = beta / p
+        else:  # gradient step, then the exchange on the stepped values
+            m[k, k] = (1 - alpha) * (1 - step)
+            m[k, p] = alpha
+            m[p, k] = beta / p * (1 - step)
+    m[p, p] = 1 - beta
+    return m
+
+
+def test_synchronous_stability_against_the_full_map():
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        step, alpha = 10 ** rng.uniform(-2, 0.6), 10 ** rng.uniform(-2.5, 0.4)
+        p = int(rng.choice([1, 2, 4, 8, 16]))
+        for paper in (False, True):
+            radius = np.max(np.abs(np.linalg.eigvals(_full_map(step, alpha, p, paper))))
+            np.testing.assert_allclose(synchronous_radius(step, alpha, p, paper_order=paper),
+                                       radius, rtol=1e-9)
+            if abs(radius - 1) > 1e-9:
+                assert synchronous_stable(step, alpha, p, paper_order=paper) == (radius < 1)
+    # the (mean, centre) block: iterating it is iterating the mean of the full map
+    x = rng.normal(size=5)
+    full, block = _full_map(0.3, 0.1, 4), synchronous_block(0.3, 0.1, 0.4)
+    y = full @ x
+    np.testing.assert_allclose(block @ np.array([x[:4].mean(), x[4]]), [y[:4].mean(), y[4]])
+
+
 def test_easgd_figure_and_its_claims(tmp_path):
     data = load_figure("easgd").main(quick=True, out=tmp_path)
     assert (tmp_path / "easgd.png").stat().st_size > 20_000
     _synchronous_claims(data)
     _map_claims(data)
+    _stability_claims(data)
     saved, config = studies.load(tmp_path / "data" / "easgd.npz")
     np.testing.assert_array_equal(saved["map_fraction"], data["map_fraction"])
     assert config["local_steps"] == 30 and config["learning_rate"] == 1e-5
@@ -70,6 +129,7 @@ def test_easgd_committed_data():
     data, _ = studies.load(COMMITTED)
     _synchronous_claims(data)
     _map_claims(data)
+    _stability_claims(data)
     # λ = 1: the boundary is α ≈ 1 whatever the number of workers (not α·n ≈ 1)
     alphas = list(data["check_alphas"])
     growing = data["check_growing"]

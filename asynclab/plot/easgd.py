@@ -37,8 +37,9 @@ def plot_easgd(data: dict, path=None):
     rounds = data["rounds_axis"]
     noise = float(data["noise"])
     settings = f"n = {n}, λ = {lam}, η = {eta:g}"
-    fig = plt.figure(figsize=(22, 11))
-    grid = fig.add_gridspec(2, 4)
+    stability = "stability_workers" in data
+    fig = plt.figure(figsize=(22, 16.5 if stability else 11))
+    grid = fig.add_gridspec(3 if stability else 2, 4)
 
     for j, rho in enumerate(rhos[:2]):
         ax = fig.add_subplot(grid[0, j])
@@ -166,5 +167,50 @@ def plot_easgd(data: dict, path=None):
     ax.set_title("λ = 1: the boundary is α ≈ 1 for every n\n(not α·n ≈ 1)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
 
-    return finish(fig, path, "EASGD: the elastic equilibrium (top) and why asynchronous "
-                  "EASGD diverges with a short communication period (bottom)", fontsize=13)
+    if stability:
+        _draw_stability(fig, grid, data)
+    return finish(fig, path, "EASGD: the elastic equilibrium (top), why asynchronous "
+                  "EASGD diverges with a short communication period (middle)"
+                  + (" and synchronous EASGD's stability region (bottom)" if stability
+                     else ""), fontsize=13)
+
+
+def _draw_stability(fig, grid, data):
+    """Simulated cells (grew / did not) in the (ηh, α) plane with the boundary of the
+    spectral radius, for every p."""
+    from ..studies.easgd import synchronous_radius
+
+    step, alpha = data["stability_step"], data["stability_alpha"]
+    fine_step = np.geomspace(step.min(), step.max(), 300)
+    fine_alpha = np.geomspace(3e-3, 3.0, 300)
+    S, A = np.meshgrid(fine_step, fine_alpha, indexing="ij")
+    inside = (alpha >= fine_alpha[0]) & (alpha <= fine_alpha[-1])
+    for i, p in enumerate(data["stability_workers"]):
+        ax = fig.add_subplot(grid[2, i])
+        grew = data["stability_grew"][i]
+        for value, color, label in ((0.0, "tab:blue", "stayed bounded"),
+                                    (1.0, "tab:red", "grew / overflowed")):
+            cells = inside & (grew == value)
+            ax.plot(step[cells], alpha[cells], "s", color=color, ms=3.5, alpha=0.6,
+                    label=f"simulated: {label}")
+        mixed = inside & (grew > 0) & (grew < 1)
+        ax.plot(step[mixed], alpha[mixed], "s", color="tab:purple", ms=3.5,
+                label="simulated: some seeds grew")
+        ax.contour(S, A, synchronous_radius(S, A, int(p)), levels=[1.0], colors="k",
+                   linewidths=1.6)
+        ax.contour(S, A, synchronous_radius(S, A, int(p), paper_order=True), levels=[1.0],
+                   colors="tab:orange", linewidths=1.2, linestyles="--")
+        ax.plot([], [], "k-", lw=1.6, label="spectral radius = 1 (the rule's order)")
+        ax.plot([], [], "--", color="tab:orange", lw=1.2,
+                label="spectral radius = 1 (the paper's order)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(fine_step[0], fine_step[-1])
+        ax.set_ylim(fine_alpha[0], fine_alpha[-1])
+        ax.set_xlabel("ηh (step × curvature)")
+        ax.set_ylabel("α = ηρ (β = pα)")
+        ax.set_title(f"synchronous EASGD, p = {p}, λ = 1: stable below the line\n"
+                     f"({int(data['stability_rounds'])} rounds, workers started apart)",
+                     fontsize=10)
+        if i == 0:
+            ax.legend(fontsize=7, loc="lower left")

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
-from ..engine import replay
+from ..engine import replay, replay_grid
 from ..problems import get_problem
 from ..rules import make_rule
 
@@ -76,33 +76,35 @@ def _directions(config: Config, progress) -> dict:
     cosine = np.full(shape, np.nan)
     cosine_first = np.full(shape, np.nan)
     arrows = np.full((len(config.shown_local_steps), len(seeds) * n, 2), np.nan, np.float32)
-    pairs = [(i, j) for i in range(shape[0]) for j in range(shape[1])]
-    for i, j in progress_bar(pairs, desc="agn: directions", unit="run",
-                     progress=progress):
-        lam = config.local_steps[j]
-        cluster = Cluster(n, ComputeTime("exponential"))
+    cluster = Cluster(n, ComputeTime("exponential"))
+    # λ decides the shape of the replay: one sweep over the learning rates per λ
+    for j, lam in enumerate(progress_bar(config.local_steps, desc="agn: directions",
+                                         unit="λ", progress=progress)):
         traces = [simulate_async(cluster, commits=config.direction_commits, local_steps=lam,
                                  rng=s) for s in seeds]
-        rule = make_rule("agn", learning_rate=config.learning_rates[i], local_steps=lam)
-        result = replay(rule, problem, traces, seeds=seeds, noise=config.direction_noise,
-                        record_every=1, record_paths=True)
-        values, first, deltas = [], [], []
-        for s, trace in enumerate(traces):
-            pulled = result.center_path[s, trace.pulled_clock].astype(np.float64)
-            delta = (result.worker_path[s].astype(np.float64) - pulled) / lam  # Δ = a / λ
-            descent = -h * pulled  # −∇L(θ̃_pull)
-            c = np.sum(delta * descent, axis=1) / (
-                np.linalg.norm(delta, axis=1) * np.linalg.norm(descent, axis=1))
-            values.append(c)
-            at_start = trace.pulled_clock == 0  # each worker's first commit
-            first.append(c[at_start])
-            deltas.append(delta[at_start])
-        cosine[i, j] = float(np.mean(np.concatenate(values)))
-        cosine_first[i, j] = float(np.mean(np.concatenate(first)))
-        if i == 0 and lam in config.shown_local_steps:
-            d = np.concatenate(deltas)
-            k = config.shown_local_steps.index(lam)
-            arrows[k, : d.shape[0]] = d / np.linalg.norm(d, axis=1, keepdims=True)
+        rule = make_rule("agn", learning_rate=config.learning_rates[0], local_steps=lam)
+        result = replay_grid(rule, problem, traces, seeds=seeds,
+                             grid={"learning_rate": list(config.learning_rates)},
+                             noise=config.direction_noise, record_every=1, record_paths=True,
+                             progress=False)
+        for i in range(shape[0]):
+            values, first, deltas = [], [], []
+            for s, trace in enumerate(traces):
+                pulled = result.center_path[i, s, trace.pulled_clock].astype(np.float64)
+                delta = (result.worker_path[i, s].astype(np.float64) - pulled) / lam  # a / λ
+                descent = -h * pulled  # −∇L(θ̃_pull)
+                c = np.sum(delta * descent, axis=1) / (
+                    np.linalg.norm(delta, axis=1) * np.linalg.norm(descent, axis=1))
+                values.append(c)
+                at_start = trace.pulled_clock == 0  # each worker's first commit
+                first.append(c[at_start])
+                deltas.append(delta[at_start])
+            cosine[i, j] = float(np.mean(np.concatenate(values)))
+            cosine_first[i, j] = float(np.mean(np.concatenate(first)))
+            if i == 0 and lam in config.shown_local_steps:
+                d = np.concatenate(deltas)
+                k = config.shown_local_steps.index(lam)
+                arrows[k, : d.shape[0]] = d / np.linalg.norm(d, axis=1, keepdims=True)
     pulled = np.asarray(config.pulled, np.float64)
     return {
         "direction_local_steps": np.array(config.local_steps),

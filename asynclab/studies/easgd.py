@@ -22,6 +22,22 @@ exchange overshoots and nothing damps it), up to α < 2 when λ is large (c → 
 local steps pull the worker back to the minimum between two exchanges). For n workers
 the study computes the spectral radius of the round-robin cycle and the Lyapunov
 exponent of a random exchange order.
+
+Part 3, synchronous EASGD's stability region (Zhang, Choromanska, LeCun 2015): with
+λ = 1 on a quadratic of curvature h, one round maps the workers' mean y and the centre
+x̃ (every worker takes its gradient step, then the elastic exchange uses the values
+after it, β = pα) by
+
+    M = [[1 − α, α], [β, 1 − β]] · diag(1 − ηh, 1)
+      = [[(1 − α)(1 − ηh), α], [β (1 − ηh), 1 − β]],
+
+and each worker's offset from the mean by (1 − α)(1 − ηh). The run is stable iff the
+spectral radius of the whole map is below 1: |(1 − α)(1 − ηh)| < 1 and, for the 2 × 2
+block (Jury's conditions), |det M| < 1 and |tr M| < 1 + det M, with det M =
+(1 − ηh)(1 − α − β). The paper's own order (the gradient and the elastic term both
+evaluated at the round's start) has the block [[1 − ηh − α, α], [β, 1 − β]] instead;
+the study computes both boundaries and sweeps the (ηh, α) plane in simulation for
+p ∈ {4, 8, 16} workers (one :func:`asynclab.replay_grid` per p over η × ρ).
 """
 
 from __future__ import annotations
@@ -35,7 +51,7 @@ import numpy as np
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
-from ..engine import replay
+from ..engine import replay, replay_grid
 from ..problems import get_problem, stochastic_gradient
 from ..rules import make_rule
 
@@ -76,11 +92,22 @@ class Config:
     map_seeds: tuple[int, ...] = tuple(range(32))
     check_workers: tuple[int, ...] = (1, 2, 8)
     check_alphas: tuple[float, ...] = (0.9, 1.1)
+    stability_workers: tuple[int, ...] = (4, 8, 16)
+    stability_steps: tuple[float, ...] = tuple(float(v) for v in np.geomspace(0.02, 4, 20))
+    stability_elasticities: tuple[float, ...] = tuple(float(v) for v in
+                                                      np.geomspace(1e-3, 100, 41))
+    stability_rounds: int = 400
+    stability_seeds: tuple[int, ...] = (0, 1)
 
     @classmethod
     def quick(cls) -> Config:
         return cls(rounds=3_000, map_local_steps=(1, 64), map_elasticities=(15.0, 33.0),
-                   map_exchanges=300, map_seeds=tuple(range(8)), check_workers=())
+                   map_exchanges=300, map_seeds=tuple(range(8)), check_workers=(),
+                   stability_workers=(4, 16),
+                   stability_steps=tuple(float(v) for v in np.geomspace(0.02, 4, 8)),
+                   stability_elasticities=tuple(float(v) for v in
+                                                np.geomspace(1e-3, 100, 16)),
+                   stability_rounds=300, stability_seeds=(0,))
 
 
 # ----------------------------------------------------------------------------- theory
@@ -131,6 +158,56 @@ def critical_alpha(contractions, n: int, order=None, high: float = 4.0) -> float
         mid = 0.5 * (low + high)
         low, high = (mid, high) if stable(mid) else (low, mid)
     return low
+
+
+def synchronous_block(step, alpha, beta, *, paper_order: bool = False) -> np.ndarray:
+    """The 2 × 2 map of (workers' mean, centre) of one synchronous EASGD round (λ = 1)
+    along a direction of curvature h, ``step`` = ηh; shape ``broadcast + (2, 2)``.
+
+    ``paper_order``: the gradient and the elastic term both at the round's start
+    (Zhang et al.'s equations); otherwise the rule's order (gradient step, then the
+    exchange on the stepped values)."""
+    step, alpha, beta = np.broadcast_arrays(*(np.asarray(a, np.float64)
+                                              for a in (step, alpha, beta)))
+    m = np.empty(step.shape + (2, 2))
+    if paper_order:
+        m[..., 0, 0], m[..., 1, 0] = 1 - step - alpha, beta
+    else:
+        m[..., 0, 0], m[..., 1, 0] = (1 - alpha) * (1 - step), beta * (1 - step)
+    m[..., 0, 1], m[..., 1, 1] = alpha, 1 - beta
+    return m
+
+
+def synchronous_radius(step, alpha, workers: int, *, paper_order: bool = False):
+    """Spectral radius of a synchronous EASGD round (λ = 1, β = pα) on the workers and
+    the centre: the larger of the (mean, centre) block's and (p > 1) the offsets'
+    factor."""
+    step, alpha = np.broadcast_arrays(np.asarray(step, np.float64),
+                                      np.asarray(alpha, np.float64))
+    block = synchronous_block(step, alpha, workers * alpha, paper_order=paper_order)
+    offset = (1 - step - alpha) if paper_order else (1 - alpha) * (1 - step)
+    if workers == 1:  # no offset from the mean
+        offset = np.zeros_like(offset)
+    return np.maximum(np.abs(np.linalg.eigvals(block)).max(axis=-1), np.abs(offset))
+
+
+def synchronous_stable(step, alpha, workers: int, *, paper_order: bool = False):
+    """Whether synchronous EASGD (λ = 1, β = pα) is stable, in closed form: Jury's
+    conditions on the (mean, centre) block (|det| < 1, |tr| < 1 + det) and a
+    contracting offset of every worker from the mean."""
+    step, alpha = np.broadcast_arrays(np.asarray(step, np.float64),
+                                      np.asarray(alpha, np.float64))
+    beta = workers * alpha
+    if paper_order:
+        det = (1 - step - alpha) * (1 - beta) - alpha * beta
+        trace = 2 - step - alpha - beta
+        offset = 1 - step - alpha
+    else:
+        det = (1 - step) * (1 - alpha - beta)
+        trace = (1 - alpha) * (1 - step) + 1 - beta
+        offset = (1 - alpha) * (1 - step)
+    return (np.abs(det) < 1) & (np.abs(trace) < 1 + det) & ((np.abs(offset) < 1)
+                                                            | (workers == 1))
 
 
 # ----------------------------------------------------------------------------- part 1
@@ -221,13 +298,15 @@ def _synchronous(config: Config, progress) -> dict:
 # ----------------------------------------------------------------------------- part 2
 
 
-def _asynchronous_cell(problem, eta, lam, rho, traces, seeds):
-    rule = make_rule("aeasgd", learning_rate=eta, local_steps=lam, elasticity=float(rho))
-    result = replay(rule, problem, traces, seeds=seeds, init="random", noise=0.0,
-                    record_paths=False, record_every=traces[0].n_events)
+def _asynchronous_row(problem, eta, lam, rhos, traces, seeds):
+    """Every ρ of one λ in one compiled replay: fractions diverged and grown per ρ."""
+    rule = make_rule("aeasgd", learning_rate=eta, local_steps=lam, elasticity=float(rhos[0]))
+    result = replay_grid(rule, problem, traces, seeds=seeds, init="random", noise=0.0,
+                         grid={"elasticity": np.asarray(rhos, np.float64)},
+                         record_paths=False, record_every=traces[0].n_events, progress=False)
     # growing: the centre ended farther up than it started (overflowed or not)
-    growing = result.diverged | (result.loss[:, -1] > result.loss[:, 0])
-    return float(np.mean(result.diverged)), float(np.mean(growing))
+    growing = result.diverged | (result.loss[..., -1] > result.loss[..., 0])
+    return result.diverged.mean(axis=-1), growing.mean(axis=-1)
 
 
 def _map(config: Config, progress) -> dict:
@@ -240,28 +319,26 @@ def _map(config: Config, progress) -> dict:
     commits = n * config.map_exchanges
     fraction = np.zeros((len(lams), len(rhos)))
     growing = np.zeros((len(lams), len(rhos)))
-    cells = [(lam, rho) for lam in lams for rho in rhos]
-    checks = [(m, alpha) for m in config.check_workers for alpha in config.check_alphas]
-    bar = progress_bar(total=len(cells) + len(checks), desc="asynchronous EASGD map",
-               progress=progress)
+    bar = progress_bar(total=len(lams) + len(config.check_workers),
+                       desc="asynchronous EASGD map", progress=progress)
     with bar:
+        # λ decides the shape of the replay: one sweep over ρ per λ
         for i, lam in enumerate(lams):
             traces = [simulate_async(cluster, local_steps=lam, commits=commits, rng=s)
                       for s in seeds]
-            for j, rho in enumerate(rhos):
-                fraction[i, j], growing[i, j] = _asynchronous_cell(problem, eta, lam, rho,
-                                                                   traces, seeds)
-                bar.update()
+            fraction[i], growing[i] = _asynchronous_row(problem, eta, lam, rhos, traces,
+                                                        seeds)
+            bar.update()
         check_fraction = np.zeros((len(config.check_workers), len(config.check_alphas)))
         check_growing = np.zeros_like(check_fraction)
         for a, m in enumerate(config.check_workers):
             other = Cluster(workers=m, compute=ComputeTime("exponential"))
             traces = [simulate_async(other, local_steps=1, commits=m * config.map_exchanges,
                                      rng=s) for s in seeds]
-            for b, alpha in enumerate(config.check_alphas):
-                check_fraction[a, b], check_growing[a, b] = _asynchronous_cell(
-                    problem, eta, 1, alpha / eta, traces, seeds)
-                bar.update()
+            check_fraction[a], check_growing[a] = _asynchronous_row(
+                problem, eta, 1, [alpha / eta for alpha in config.check_alphas], traces,
+                seeds)
+            bar.update()
 
     curvatures = np.geomspace(1.0, config.map_condition, config.map_dim)
     fine = np.unique(np.concatenate([np.geomspace(1, max(lams), 40), lams]))
@@ -305,10 +382,48 @@ def _map(config: Config, progress) -> dict:
     }
 
 
+# ----------------------------------------------------------------------------- part 3
+
+
+def _stability(config: Config, progress) -> dict:
+    problem = get_problem("quadratic", dim=1)  # curvature h = 1: ηh = η
+    etas = np.asarray(config.stability_steps)
+    rhos = np.asarray(config.stability_elasticities)
+    seeds = list(config.stability_seeds)
+    grew = np.zeros((len(config.stability_workers), etas.size, rhos.size))
+    rule = make_rule("easgd", learning_rate=float(etas[0]), local_steps=1, elasticity=1.0)
+    for i, p in enumerate(progress_bar(config.stability_workers, desc="synchronous EASGD "
+                                       "stability", unit="p", progress=progress)):
+        trace = simulate_sync(Cluster(workers=p), local_steps=1,
+                              rounds=config.stability_rounds)
+        result = replay_grid(rule, problem, trace, seeds=seeds, init="random_per_worker",
+                             grid={"learning_rate": etas, "elasticity": rhos},
+                             record_every=config.stability_rounds, progress=False)
+        # grew: the centre overflowed or ended above where it started
+        grew[i] = (result.diverged | (np.nan_to_num(result.loss[..., -1], nan=np.inf)
+                                      > result.loss[..., 0])).mean(axis=-1)
+    step, alpha = np.meshgrid(etas, rhos, indexing="ij")
+    alpha = alpha * step
+    workers = config.stability_workers
+    return {
+        "stability_workers": np.array(workers),
+        "stability_step": step,          # (E, R) ηh of every simulated cell
+        "stability_alpha": alpha,        # (E, R) α = ηρ
+        "stability_grew": grew,          # (P, E, R) fraction of seeds that grew
+        "stability_radius": np.stack([synchronous_radius(step, alpha, p) for p in workers]),
+        "stability_radius_paper": np.stack([synchronous_radius(step, alpha, p,
+                                                                paper_order=True)
+                                            for p in workers]),
+        "stability_rounds": config.stability_rounds,
+    }
+
+
 def run(config: Config = Config(), progress=None) -> dict:
-    """Both parts; returns per-round series of part 1 and the stability map of part 2."""
+    """All parts: per-round series of part 1, the stability map of part 2 and the
+    synchronous stability region of part 3."""
     data = _synchronous(config, progress)
     data.update(_map(config, progress))
+    data.update(_stability(config, progress))
     data.update({
         "workers": config.workers,
         "local_steps": config.local_steps,

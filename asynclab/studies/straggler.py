@@ -30,7 +30,7 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Straggler, simulate_async
-from ..engine import initial_state, replay, seed_keys
+from ..engine import initial_state, replay, replay_grid, seed_keys
 from ..problems import get_problem
 from ..rules import make_rule
 
@@ -96,6 +96,21 @@ def _window(values: np.ndarray, i: int, pre: int, post: int) -> np.ndarray:
     return out
 
 
+def _fixed_start_replays(config: Config, problem, traces, seeds, progress):
+    """``(center_path, loss, diverged)`` of DOWNPOUR, then of ADAG at every γ (one
+    compiled sweep over γ), in the order of :func:`rule_labels`."""
+    options = dict(seeds=seeds, noise=config.noise, record_every=1, record_paths=True,
+                   progress=progress)
+    result = replay(make_rule("downpour", learning_rate=config.learning_rate), problem,
+                    traces, **options)
+    yield result.center_path, result.loss, result.diverged
+    adag = make_rule("adag", learning_rate=config.learning_rate, gamma=config.gammas[0])
+    result = replay_grid(adag, problem, traces, grid={"gamma": list(config.gammas)},
+                         **options)
+    for k in range(len(config.gammas)):
+        yield result.center_path[k], result.loss[k], result.diverged[k]
+
+
 def _fixed_start(config: Config, problem, progress) -> dict:
     seeds = list(range(config.seeds))
     traces = [simulate_async(_cluster(config, True), commits=config.commits, rng=s)
@@ -107,12 +122,9 @@ def _fixed_start(config: Config, problem, progress) -> dict:
                                  "path", "final_loss", "diverged")}
     pre, post = 20, 3 * config.window
     aligned = []
-    rules = _rules(config, config.learning_rate)
-    for rule in progress_bar(rules, desc="straggler: fixed start", unit="rule",
-                     progress=progress):
-        result = replay(rule, problem, traces, seeds=seeds, noise=config.noise,
-                        record_every=1, record_paths=True)
-        center, loss = result.center_path, result.loss  # index i: after i commits
+    for center, loss, diverged in _fixed_start_replays(config, problem, traces, seeds,
+                                                       progress):
+        # index i: after i commits
         out["jump"].append(np.linalg.norm(center[rows, commit + 1] - center[rows, commit],
                                           axis=1))
         out["loss_before"].append(loss[rows, commit])
@@ -125,7 +137,7 @@ def _fixed_start(config: Config, problem, progress) -> dict:
         out["path"].append(center[config.shown_seed])
         tail = max(1, config.commits // 10)
         out["final_loss"].append(np.nanmean(loss[:, -tail:], axis=1))
-        out["diverged"].append(result.diverged)
+        out["diverged"].append(diverged)
     data = {k: np.stack(v) for k, v in out.items()}
     loss = data.pop("loss")  # (R, S, T + 1)
     data["mean_loss"] = np.nanmean(loss, axis=1)
