@@ -13,8 +13,9 @@ averages the central trajectory over the seeds. It then
   μ = 1 − 1/n, started at the same point with the steady-state velocity −η∇L(θ_0) (the
   first n commits of the asynchronous run all carry the gradient at the start);
 - fits the single parameter μ in Δ_t = μ Δ_{t−1} − (1 − μ) η ∇L(θ̄_t), Δ_t = θ̄_{t+1} − θ̄_t,
-  by least squares in closed form, after dropping the first few n commits
-  (ALGORITHMS.md, "Measuring that momentum").
+  by least squares in closed form, after dropping the first few n commits (a free fit of
+  μ and the step together is ill-posed: on a geometric trajectory the two regressors are
+  almost collinear).
 
 On a quadratic ∇L is linear, so E∇L(θ̃_t) = ∇L(E θ̃_t) and the mean trajectory obeys the
 recursion without a mean-field approximation; only the correlation between the staleness
