@@ -82,8 +82,9 @@ def rule_group_size(rule: str | Rule, hyperparameters: dict, cluster=None) -> in
 
 
 def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_seed,
-                record_every, record_paths) -> int:
-    """Estimated bytes a run holds (schedules, trajectories, loss records)."""
+                record_every, record_paths, points=1) -> int:
+    """Estimated bytes a run holds (schedules, trajectories, loss records); a sweep
+    records every one of its ``points`` for every seed."""
     if commits is not None:
         events = int(commits)
     else:  # a horizon: events the cluster completes in that time, on average
@@ -95,7 +96,7 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
     every = record_every if isinstance(record_every, int) and record_every >= 1 else max(
         1, events // 1000)
     return _validate.memory_estimate(
-        events, traces=n_seeds if trace_per_seed else 1, seeds=n_seeds,
+        events, traces=n_seeds if trace_per_seed else 1, seeds=n_seeds * points,
         records=events // every + 1, record_bytes=4 + (4 * problem.dim if paths else 0),
         event_bytes=4 * width if paths else 0)
 
@@ -221,7 +222,7 @@ def run(
 
 def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,
              learning_rate, local_steps, noise, init, trace_per_seed, problem_options, start,
-             hyperparameters, record_every=None, record_paths=None):
+             hyperparameters, record_every=None, record_paths=None, points=1):
     """The checked problem, rule, traces, seeds and config of a run (see :func:`run`)."""
     problem_name = problem if isinstance(problem, str) else problem.name
     group_size = rule_group_size(rule, hyperparameters, cluster)
@@ -249,7 +250,7 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
     noise = check_noise(noise)
     check_options(rule, init, record_every)
     _validate.check_memory(_run_memory(rule, problem, cluster, commits, horizon, len(seed_list),
-                                       trace_per_seed, record_every, record_paths),
+                                       trace_per_seed, record_every, record_paths, points),
                            "commits" if commits is not None else "horizon")
     trace_seeds = seed_list if trace_per_seed else seed_list[:1]
     traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s)

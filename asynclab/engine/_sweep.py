@@ -148,7 +148,9 @@ def sweep(
         horizon=horizon, seeds=seeds.tolist(), learning_rate=learning_rate,
         local_steps=local_steps, noise=noise, init=init, trace_per_seed=trace_per_seed,
         problem_options=problem_options, start=start, hyperparameters={**hyperparameters,
-                                                                       **first})
+                                                                       **first},
+        record_every=record_every, record_paths=record_paths,
+        points=int(np.prod([len(v) for v in grid.values()])))
     return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
                        init=init, record_every=record_every, record_paths=record_paths,
                        progress=progress, batch_size=batch_size, config=config)
