@@ -32,6 +32,7 @@ from ._core import (
     INITS,
     check_init,
     check_traces,
+    event_arrays,
     guard,
     initial_state,
     put_row,
@@ -187,24 +188,6 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
     return _INITIAL[key][-1]
 
 
-def _stack_traces(traces, synchronous: bool):
-    """Event arrays ``(Tr, T)`` from checked traces of possibly different lengths (padded)."""
-    length = max(t.n_events for t in traces)
-    time = np.zeros((len(traces), length))
-    worker = np.full((len(traces), length), -1, np.int32)
-    staleness = np.full((len(traces), length), -1, np.int32)
-    for i, t in enumerate(traces):
-        m = t.n_events
-        time[i, :m] = t.time
-        time[i, m:] = t.time[-1] if m else 0.0
-        if not synchronous:
-            worker[i, :m] = t.worker
-            staleness[i, :m] = t.staleness
-        else:
-            staleness[i, :m] = 0
-    return time, worker, staleness
-
-
 _COMPILED: OrderedDict = OrderedDict()
 
 
@@ -315,7 +298,7 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _
     if len(traces) not in (1, n_seeds):
         raise ConfigError(f"give one trace, or one per seed ({n_seeds}); got {len(traces)}")
     n_workers = check_traces(rule, traces)
-    time, worker, staleness = _stack_traces(traces, rule.synchronous)
+    time, worker, staleness = event_arrays(traces, rule.synchronous)
     n_events = time.shape[1]
     if record_every is None:
         record_every = max(1, math.ceil(n_events / 1000))
