@@ -6,8 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
+from ._panels import draw_loss, draw_staleness  # noqa: E402
 from ._surface import draw_contours  # noqa: E402
 
 
@@ -27,22 +27,11 @@ def plot_run(result, problem, path=None, *, title: str | None = None):
     two_d = result.center_path is not None and problem.dim == 2 and problem.domain is not None
     fig, axes = plt.subplots(1, 3 if two_d else 2, figsize=(15 if two_d else 10, 4.2))
     ax = axes[0]
-    times = result.record_time[result.trace_index]
-    for s in range(result.n_seeds):
-        ax.plot(times[s], result.loss[s], lw=1, alpha=0.8 if result.n_seeds < 10 else 0.2)
-    ax.set_yscale("log")
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("central loss")
+    draw_loss(ax, result, against="time")
     ax.set_title("central loss")
     ax = axes[1]
-    hist = result.staleness_histogram()
-    ax.bar(np.arange(hist.size), hist / max(hist.sum(), 1), width=1.0, color="tab:blue")
-    mean = np.average(np.arange(hist.size), weights=hist) if hist.sum() else 0.0
-    ax.axvline(mean, color="k", ls="--", label=f"mean τ = {mean:.2f}")
-    ax.set_xlabel("staleness τ (commits)")
-    ax.set_ylabel("fraction of commits")
+    draw_staleness(ax, result)
     ax.set_title("staleness")
-    ax.legend()
     if two_d:
         ax = axes[2]
         draw_contours(ax, problem)

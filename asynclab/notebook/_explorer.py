@@ -1,0 +1,465 @@
+"""An interactive explorer of one run: every setting of a run as a control, and the
+pictures of the run (paths on the surface, loss against time and commits, staleness),
+redrawn when a control changes; a time slider scrubs through the run.
+
+The run is :func:`asynclab.run` on a 2-D surface; its replay is compiled once per
+structure (problem, rule and its static hyperparameters, n, budget, seeds, σ²), so
+moving a real-valued control (η, a momentum, heterogeneity, the straggler, the
+compute-time shape) replays without compiling. The picture is drawn with
+:mod:`asynclab.plot` into one matplotlib figure whose surface is drawn once per
+problem, and shown as a PNG image widget (no notebook-side matplotlib backend needed,
+so it works the same in Jupyter and in a served page).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from contextlib import contextmanager
+
+import ipywidgets as widgets
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullFormatter
+
+from .._errors import ConfigError
+from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogeneous
+from ..engine import run
+from ..plot import draw_contours, draw_loss, draw_staleness
+from ..problems import get_problem
+from ..rules import RULES
+
+#: The 2-D surfaces the explorer draws (problems with a plotting domain).
+SURFACES = ("beale", "rosenbrock", "booth", "himmelblau")
+
+#: Gradient-noise variances offered. σ² decides the compiled gradient oracle, so each
+#: value compiles once (then it is cached); the list keeps that to a few compilations.
+NOISE_LEVELS = (0.0, 0.1, 1.0, 10.0, 100.0)
+
+#: Control ranges for traced rule hyperparameters: name -> (kind, min, max, step).
+#: "log" is a base-10 exponent range. Unknown names get a plain number box.
+_RANGES = {
+    "worker_momentum": ("lin", -0.5, 0.99, 0.01),
+    "server_momentum": ("lin", -0.5, 0.99, 0.01),
+    "momentum": ("lin", 0.0, 0.999, 0.001),
+    "outer_momentum": ("lin", 0.0, 0.99, 0.01),
+    "outer_learning_rate": ("lin", 0.05, 1.5, 0.05),
+    "gamma": ("log", -6, 0, 0.1),
+    "elasticity": ("log", -2, 2, 0.1),
+    "kappa": ("lin", 0.0, 1.0, 0.01),
+    "decay": ("lin", 0.9, 0.9999, 0.0001),
+    "weight_decay": ("lin", 0.0, 0.1, 0.001),
+}
+
+#: Meanings shown next to a rule's hyperparameters.
+_LABELS = {
+    "worker_momentum": "worker momentum",
+    "server_momentum": "server momentum",
+    "momentum": "momentum δ",
+    "outer_momentum": "outer momentum",
+    "outer_learning_rate": "outer η",
+    "gamma": "γ (ADAG)",
+    "elasticity": "elasticity ρ",
+    "kappa": "κ (DC-ASGD)",
+    "decay": "decay",
+    "weight_decay": "weight decay",
+}
+
+#: Static rule settings the explorer does not show: the run sets them itself.
+_HIDDEN_STATIC = ("local_steps", "workers")
+
+_TAB20 = matplotlib.colormaps["tab20"]
+_PLAIN = FuncFormatter(lambda value, _: f"{value:g}")
+_STYLE = {"description_width": "150px"}
+_WIDE = widgets.Layout(width="430px")
+
+
+def _slider(kind, low, high, step, value, description):
+    if kind == "log":
+        value = min(max(value, 10.0 ** low), 10.0 ** high)
+        return widgets.FloatLogSlider(value=value, base=10, min=low, max=high, step=step,
+                                      description=description, style=_STYLE, layout=_WIDE,
+                                      continuous_update=False, readout_format=".2g")
+    value = min(max(value, low), high)
+    return widgets.FloatSlider(value=value, min=low, max=high, step=step,
+                               description=description, style=_STYLE, layout=_WIDE,
+                               continuous_update=False, readout_format=".4g")
+
+
+def rule_controls(rule: str) -> dict[str, widgets.Widget]:
+    """One control per hyperparameter of ``rule`` that is not a run-level setting
+    (η, λ, n): sliders for traced numbers, checkboxes, integer boxes and text for
+    static switches. Values start at the rule's declared defaults."""
+    info = RULES[rule]
+    controls = {}
+    for h in info.hyperparameters:
+        if h.name in ("learning_rate",) + _HIDDEN_STATIC or h.required:
+            continue
+        label = _LABELS.get(h.name, h.name.replace("_", " "))
+        if h.static:
+            if isinstance(h.default, bool):
+                control = widgets.Checkbox(value=h.default, description=label, style=_STYLE)
+            elif isinstance(h.default, int):
+                control = widgets.BoundedIntText(value=h.default, min=1, max=1000,
+                                                 description=label, style=_STYLE)
+            else:
+                control = widgets.Text(value=str(h.default), description=label,
+                                       style=_STYLE, continuous_update=False)
+        elif h.name in _RANGES:
+            control = _slider(*_RANGES[h.name], float(h.default), label)
+        else:
+            control = widgets.FloatText(value=float(h.default), description=label,
+                                        style=_STYLE)
+        control.add_class(f"asynclab-{h.name.replace('_', '-')}")
+        controls[h.name] = control
+    return controls
+
+
+def explorer_cluster(*, workers: int, distribution: str, shape: float, heterogeneity: float,
+                     straggler_worker: int, straggler_at: float, straggler_delay: float,
+                     group_size: int = 1, seed: int = 0) -> Cluster:
+    """The cluster of the explorer's controls: one distribution of compute times (mean
+    1 s per local step), lognormal per-worker speeds of spread ``heterogeneity``, and a
+    straggler (none when ``straggler_delay`` is 0)."""
+    stragglers = ()
+    if straggler_delay > 0:
+        stragglers = (Straggler(worker=straggler_worker, delay=straggler_delay,
+                                at_time=straggler_at),)
+    scale = heterogeneous(workers, heterogeneity, rng=seed) if heterogeneity > 0 else None
+    return Cluster(workers, ComputeTime(distribution, 1.0, shape), time_scale=scale,
+                   stragglers=stragglers, group_size=group_size)
+
+
+def worker_paths(result, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each worker's parameters after its local work, as ``(commit indices, points)``.
+
+    Asynchronous rules record the committing worker's parameters at each commit;
+    synchronous ones every worker's at each round.
+    """
+    path = result.worker_path[seed]
+    if path.ndim == 3:  # synchronous: (rounds, n, d)
+        rounds = np.arange(path.shape[0])
+        return [(rounds, path[:, k]) for k in range(path.shape[1])]
+    who = result.worker[result.trace_index[seed]]
+    return [(np.flatnonzero(who == k), path[who == k]) for k in range(int(who.max()) + 1)]
+
+
+class Explorer:
+    """Every control of a run, and the run's pictures, updated when a control changes.
+
+    Display it in a notebook (it is its own widget). ``controls`` holds the widgets by
+    name (set ``.value`` to drive it from code); ``result`` is the last run;
+    ``artists`` the plotted lines (``"center"``, ``"workers"``, ``"loss_time"``,
+    ``"loss_commits"``) and ``"staleness"`` bars; ``message`` shows a summary or the
+    reason a combination cannot run (the :class:`asynclab.ConfigError` text);
+    ``timings`` the seconds the last update spent replaying and drawing.
+
+    Args:
+      problem, rule, workers, learning_rate, noise, commits, seeds: the starting values
+        of the controls (η in 1/gradient units, σ² the variance of the additive Gaussian
+        gradient noise, commits the budget of server updates).
+      straggler_delay: seconds the straggler's one local step takes longer (0: none).
+      dpi: resolution of the picture.
+    """
+
+    def __init__(self, problem: str = "beale", rule: str = "downpour", *, workers: int = 4,
+                 learning_rate: float = 5e-3, noise: float = 10.0, commits: int = 2000,
+                 seeds: int = 4, straggler_delay: float = 40.0, dpi: int = 72):
+        if problem not in SURFACES:
+            raise ConfigError(f"problem must be one of {', '.join(SURFACES)}, got {problem!r}")
+        if rule not in RULES:
+            raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
+        if noise not in NOISE_LEVELS:
+            raise ConfigError(f"noise must be one of {NOISE_LEVELS}, got {noise!r}")
+        self.dpi = dpi
+        self.result = None
+        self.timings: dict[str, float] = {}
+        self._hold_depth = 0
+        self._pending = False
+        self._drawn_problem = None
+        self.artists: dict = {}
+        c = {}
+        c["problem"] = widgets.Dropdown(options=SURFACES, value=problem, description="problem",
+                                        style=_STYLE)
+        c["rule"] = widgets.Dropdown(options=list(RULES), value=rule, description="rule",
+                                     style=_STYLE)
+        c["workers"] = widgets.IntSlider(value=workers, min=1, max=32,
+                                         description="workers n", style=_STYLE, layout=_WIDE,
+                                         continuous_update=False)
+        c["local_steps"] = widgets.IntSlider(value=1, min=1, max=64,
+                                             description="λ (local steps)", style=_STYLE,
+                                             layout=_WIDE, continuous_update=False)
+        c["learning_rate"] = widgets.FloatLogSlider(
+            value=learning_rate, base=10, min=-4, max=0, step=0.05,
+            description="η (learning rate)", style=_STYLE, layout=_WIDE,
+            continuous_update=False, readout_format=".2g")
+        c["noise"] = widgets.SelectionSlider(
+            options=[(f"{v:g}", v) for v in NOISE_LEVELS], value=noise,
+            description="gradient noise σ²", style=_STYLE, layout=_WIDE,
+            continuous_update=False)
+        c["commits"] = widgets.IntSlider(value=commits, min=100, max=5000, step=100,
+                                         description="commits (budget)", style=_STYLE,
+                                         layout=_WIDE, continuous_update=False)
+        c["seeds"] = widgets.IntSlider(value=seeds, min=1, max=32, description="seeds",
+                                       style=_STYLE, layout=_WIDE, continuous_update=False)
+        c["distribution"] = widgets.Dropdown(options=DISTRIBUTIONS, value="exponential",
+                                             description="compute time", style=_STYLE)
+        c["shape"] = widgets.FloatSlider(value=1.0, min=0.1, max=5.0, step=0.1,
+                                         description="shape (lognormal σ, gamma k)",
+                                         style=_STYLE, layout=_WIDE, continuous_update=False)
+        c["heterogeneity"] = widgets.FloatSlider(
+            value=0.0, min=0.0, max=2.0, step=0.05, description="heterogeneity (log σ)",
+            style=_STYLE, layout=_WIDE, continuous_update=False)
+        c["straggler_worker"] = widgets.IntSlider(value=0, min=0, max=workers - 1,
+                                                  description="straggler: worker",
+                                                  style=_STYLE, layout=_WIDE,
+                                                  continuous_update=False)
+        c["straggler_at"] = widgets.FloatSlider(value=0.0, min=0.0, max=500.0, step=5.0,
+                                                description="straggler: at (s)",
+                                                style=_STYLE, layout=_WIDE,
+                                                continuous_update=False)
+        c["straggler_delay"] = widgets.FloatSlider(value=straggler_delay, min=0.0, max=500.0,
+                                                   step=5.0,
+                                                   description="straggler: delay (s)",
+                                                   style=_STYLE, layout=_WIDE,
+                                                   continuous_update=False)
+        for name, control in c.items():
+            control.add_class(f"asynclab-{name.replace('_', '-')}")
+        self.controls = c
+        self.rule_box = widgets.VBox()
+        self._set_rule_controls(rule)
+
+        self.time = widgets.IntSlider(value=commits, min=0, max=commits,
+                                      description="commit shown", style=_STYLE,
+                                      layout=_WIDE)
+        self.time.add_class("asynclab-time")
+        self.play = widgets.Play(value=commits, min=0, max=commits, step=max(commits // 50, 1),
+                                 interval=100, description="play")
+        widgets.jslink((self.play, "value"), (self.time, "value"))
+        self.message = widgets.HTML()
+        self.image = widgets.Image(format="png")
+        self.image.add_class("asynclab-picture")
+
+        self.figure = Figure(figsize=(11, 8), dpi=dpi)
+        FigureCanvasAgg(self.figure)
+        # a fixed layout: tight_layout on every redraw would cost more than the drawing
+        grid = self.figure.add_gridspec(2, 2, left=0.07, right=0.98, bottom=0.07, top=0.91,
+                                        wspace=0.22, hspace=0.3)
+        self.axes = {
+            "paths": self.figure.add_subplot(grid[0, 0]),
+            "staleness": self.figure.add_subplot(grid[0, 1]),
+            "loss_time": self.figure.add_subplot(grid[1, 0]),
+            "loss_commits": self.figure.add_subplot(grid[1, 1]),
+        }
+
+        for control in c.values():
+            control.observe(self._on_change, names="value")
+        c["rule"].observe(self._on_rule, names="value")
+        c["workers"].observe(self._on_workers, names="value")
+        c["distribution"].observe(self._on_distribution, names="value")
+        self._on_distribution({"new": c["distribution"].value})
+        self.time.observe(self._on_time, names="value")
+
+        run_box = widgets.VBox([widgets.HTML("<b>run</b>"), c["problem"], c["rule"],
+                                c["workers"], c["local_steps"], c["learning_rate"],
+                                self.rule_box, c["noise"], c["commits"], c["seeds"]])
+        cluster_box = widgets.VBox([widgets.HTML("<b>cluster</b> (mean 1 s per local step)"),
+                                    c["distribution"], c["shape"], c["heterogeneity"],
+                                    c["straggler_worker"], c["straggler_at"],
+                                    c["straggler_delay"]])
+        self.widget = widgets.VBox([
+            widgets.HBox([run_box, cluster_box]),
+            widgets.HBox([self.play, self.time]),
+            self.message,
+            self.image,
+        ])
+        self.update()
+
+    # ------------------------------------------------------------------ display
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # ------------------------------------------------------------------ controls
+    def _set_rule_controls(self, rule: str) -> None:
+        for control in getattr(self, "rule_controls", {}).values():
+            control.unobserve(self._on_change, names="value")
+        self.rule_controls = rule_controls(rule)
+        for control in self.rule_controls.values():
+            control.observe(self._on_change, names="value")
+        self.rule_box.children = tuple(self.rule_controls.values())
+        info = RULES[rule]
+        has_steps = "local_steps" in info.parameters
+        steps = self.controls["local_steps"]
+        steps.disabled = not has_steps
+        steps.value = info.defaults.get("local_steps", 1) if has_steps else 1
+
+    @contextmanager
+    def hold(self):
+        """Change several controls with one update at the end."""
+        self._hold_depth += 1
+        try:
+            yield self
+        finally:
+            self._hold_depth -= 1
+            if self._hold_depth == 0 and self._pending:
+                self.update()
+
+    def _on_change(self, change) -> None:
+        if self._hold_depth:
+            self._pending = True
+        else:
+            self.update()
+
+    def _on_rule(self, change) -> None:
+        with self.hold():
+            self._set_rule_controls(change["new"])
+            self._pending = True
+
+    def _on_workers(self, change) -> None:
+        with self.hold():
+            self.controls["straggler_worker"].max = max(change["new"] - 1, 0)
+
+    def _on_distribution(self, change) -> None:
+        # only the lognormal and gamma distributions have a shape
+        self.controls["shape"].disabled = change["new"] not in ("lognormal", "gamma")
+
+    def _on_time(self, change) -> None:
+        if self.result is not None:
+            self._show_time(change["new"])
+            self._render()
+
+    def settings(self) -> dict:
+        """The keyword arguments of :func:`asynclab.run` that the controls describe."""
+        c = {name: control.value for name, control in self.controls.items()}
+        rule = c["rule"]
+        info = RULES[rule]
+        hyper = {name: control.value for name, control in self.rule_controls.items()}
+        group_size = int(hyper.get("group_size", 1))
+        cluster = explorer_cluster(
+            workers=c["workers"], distribution=c["distribution"], shape=c["shape"],
+            heterogeneity=c["heterogeneity"], straggler_worker=c["straggler_worker"],
+            straggler_at=c["straggler_at"], straggler_delay=c["straggler_delay"],
+            group_size=group_size)
+        options = dict(cluster=cluster, commits=c["commits"], seeds=range(c["seeds"]),
+                       learning_rate=c["learning_rate"], noise=c["noise"],
+                       record_every=max(1, math.ceil(c["commits"] / 2000)),
+                       record_paths=True, progress=False, **hyper)
+        if "local_steps" in info.parameters:
+            options["local_steps"] = c["local_steps"]
+        return {"problem": get_problem(c["problem"]), "rule": rule, **options}
+
+    # ------------------------------------------------------------------ updating
+    def update(self) -> None:
+        """Run the controls' configuration and redraw (a clear message instead when the
+        combination cannot run)."""
+        self._pending = False
+        start = time.perf_counter()
+        try:
+            result = run(**self.settings())
+        except ConfigError as error:
+            self.message.value = (f"<span style='color:#b00020'><b>cannot run this "
+                                  f"combination:</b> {_escape(str(error))}</span>")
+            self.timings = {"replay": time.perf_counter() - start, "draw": 0.0}
+            return
+        replayed = time.perf_counter()
+        self.result = result
+        self._draw(result)
+        commits = result.n_events
+        for slider in (self.time, self.play):
+            slider.max = commits
+        # showing the whole run is the natural default after a change
+        if self.time.value != commits:
+            self.time.unobserve(self._on_time, names="value")
+            self.time.value = commits
+            self.time.observe(self._on_time, names="value")
+        self._show_time(commits)
+        self._render()
+        self.message.value = _summary(result)
+        self.timings = {"replay": replayed - start, "draw": time.perf_counter() - replayed}
+
+    def _draw(self, result) -> None:
+        problem = self.settings()["problem"]
+        ax = self.axes["paths"]
+        if self._drawn_problem is not problem:
+            ax.cla()
+            draw_contours(ax, problem, resolution=120, levels=25)
+            self._drawn_problem = problem
+        for artist in self.artists.get("workers", []) + self.artists.get("center", []):
+            artist.remove()
+        self._paths = worker_paths(result)
+        workers = []
+        for k, (_, points) in enumerate(self._paths):
+            color = _TAB20(k % 20)
+            workers.append(ax.plot(points[:, 0], points[:, 1], "-", lw=0.8, alpha=0.6,
+                                   color=color)[0])
+        center = result.center_path[0]
+        line = ax.plot(center[:, 0], center[:, 1], "-", color="tab:red", lw=1.6,
+                       label="centre (seed 0)")[0]
+        marker = ax.plot(*center[-1], "o", color="tab:red", markeredgecolor="k")[0]
+        self.artists["workers"] = workers
+        self.artists["center"] = [line, marker]
+        ax.set_title(f"central variable and {len(workers)} worker paths (seed 0)")
+        if ax.get_legend() is None:
+            ax.legend(loc="lower left", fontsize=8)
+
+        for key, against in (("loss_time", "time"), ("loss_commits", "commits")):
+            ax = self.axes[key]
+            ax.cla()
+            self.artists[key] = draw_loss(ax, result, against=against)
+            # plain tick labels: log-axis mathtext labels cost more to render than the data
+            ax.yaxis.set_major_formatter(_PLAIN)
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            self.artists[key + "_now"] = ax.axvline(0, color="k", lw=0.8, ls=":")
+            ax.set_title(f"central loss, {result.n_seeds} seed(s)")
+        ax = self.axes["staleness"]
+        ax.cla()
+        self.artists["staleness"] = draw_staleness(ax, result)
+        ax.set_title("staleness of the commits")
+        config = result.config
+        hp = config.get("hyperparameters", {})
+        self.figure.suptitle(
+            f"{config.get('rule')} on {config.get('problem')}: n = {config.get('workers')}, "
+            f"λ = {hp.get('local_steps', 1)}, η = {hp.get('learning_rate', 0):.3g}, "
+            f"σ² = {config.get('noise', 0):g}")
+
+    def _show_time(self, commit: int) -> None:
+        """Cut the paths at ``commit`` and mark it on the loss curves."""
+        result = self.result
+        records = int(np.searchsorted(result.record_events, commit, side="right"))
+        center = result.center_path[0][:records]
+        line, marker = self.artists["center"]
+        line.set_data(center[:, 0], center[:, 1])
+        marker.set_data([center[-1, 0]], [center[-1, 1]])
+        for artist, (index, points) in zip(self.artists["workers"], self._paths, strict=True):
+            shown = points[: int(np.searchsorted(index, commit, side="left"))]
+            artist.set_data(shown[:, 0], shown[:, 1])
+        when = 0.0 if commit == 0 else float(result.time[result.trace_index[0], commit - 1])
+        self.artists["loss_time_now"].set_xdata([when, when])
+        self.artists["loss_commits_now"].set_xdata([commit, commit])
+
+    def _render(self) -> None:
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", dpi=self.dpi,
+                            pil_kwargs={"compress_level": 1})
+        self.image.value = buffer.getvalue()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _summary(result) -> str:
+    final = result.final_loss
+    diverged = int(result.diverged.sum())
+    hist = result.staleness_histogram()
+    mean = float(np.average(np.arange(hist.size), weights=hist)) if hist.sum() else 0.0
+    text = (f"{result.n_events} commits in {float(result.simulated_time[0]):.1f} s of "
+            f"simulated time; mean staleness {mean:.2f}; final central loss "
+            f"(median over seeds) {np.nanmedian(final) if diverged < final.size else np.nan:.3g}")
+    if diverged:
+        text += (f"; <span style='color:#b00020'>{diverged} of {final.size} seed(s) "
+                 "diverged</span> (try a smaller η)")
+    return text

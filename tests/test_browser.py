@@ -1,0 +1,129 @@
+"""The explorer notebook served as a web page by Voilà, driven by headless Chromium.
+
+Loads the page, drags the learning-rate slider, checks that the picture changed, and
+saves a screenshot (to the test's tmp folder; also to docs/explorer.png when
+``ASYNCLAB_UPDATE_SCREENSHOT=1``, which is how the README's picture is made). Every wait
+is bounded and the server is stopped in a ``finally``.
+"""
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = "notebooks/01_explorer.ipynb"
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run"]
+INSTALL = ("install Debian's chromium (as root: apt-get update && apt-get install -y "
+           "chromium; .ci/run does it) and the dev extra (pip install '.[dev]')")
+SERVER_START_S = 90  # Voilà answers once it listens; the notebook runs on page load
+PAGE_S = 240  # executing the notebook (first compilation) on a loaded 2-core machine
+REDRAW_S = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_listening(port: int, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"voila exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.5)
+    pytest.fail(f"voila did not listen on port {port} within {SERVER_START_S} s:\n"
+                f"{log.read_text()[-3000:]}")
+
+
+def _stop(server: subprocess.Popen) -> None:
+    if server.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=20)
+
+
+def _drag_slider(page, css_class: str, dx: float) -> None:
+    handle = page.locator(f".{css_class} .noUi-handle").first
+    box = handle.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx / 2, y, steps=5)
+    page.mouse.move(x + dx, y, steps=5)
+    page.mouse.up()
+
+
+def test_explorer_page_in_headless_chromium(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: {INSTALL}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(f"playwright is missing: {INSTALL}")
+    try:
+        import voila  # noqa: F401
+    except ImportError:
+        pytest.fail(f"voila is missing: {INSTALL}")
+
+    port = _free_port()
+    log = tmp_path / "voila.log"
+    env = {**os.environ, "ASYNCLAB_NOTEBOOK_QUICK": "1", "MPLBACKEND": "Agg",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
+                                                       os.environ.get("PYTHONPATH")]))}
+    with open(log, "w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "voila", NOTEBOOK, "--no-browser", f"--port={port}",
+             "--Voila.ip=127.0.0.1", "--show_tracebacks=True"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_listening(port, server, log)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS,
+                                                 headless=True, timeout=60_000)
+            try:
+                page = browser.new_page(viewport={"width": 1300, "height": 1250})
+                page.set_default_timeout(PAGE_S * 1000)
+                page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
+                picture = page.wait_for_selector("img.asynclab-picture[src]",
+                                                 timeout=PAGE_S * 1000)
+                page.wait_for_selector(".asynclab-learning-rate .noUi-handle")
+                assert "Traceback" not in page.content()
+                before_src = picture.get_attribute("src")
+                before_png = picture.screenshot()
+
+                _drag_slider(page, "asynclab-learning-rate", 60)
+                page.wait_for_function(
+                    "old => document.querySelector('img.asynclab-picture').src !== old",
+                    arg=before_src, timeout=REDRAW_S * 1000)
+                page.wait_for_timeout(500)  # let the new image paint
+                after_png = page.locator("img.asynclab-picture").screenshot()
+                assert after_png != before_png, "the picture did not change"
+                assert "Traceback" not in page.content()
+
+                shot = tmp_path / "explorer.png"
+                page.screenshot(path=str(shot), full_page=True)
+                assert shot.stat().st_size > 10_000
+                if os.environ.get("ASYNCLAB_UPDATE_SCREENSHOT") == "1":
+                    page.screenshot(path=str(ROOT / "docs" / "explorer.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        _stop(server)
