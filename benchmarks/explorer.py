@@ -15,8 +15,10 @@ changes (``asynclab.engine._replay.TRACE_COUNT``); it must be 0. The last rows t
 change of σ² (a new value compiles its gradient oracle once; returning to a value seen
 before does not) and the time slider (no replay, only a redraw).
 
-Columns: median and worst seconds per change over the changes of that row, and the
-split of the median into replay (schedule + replay) and drawing (figure + PNG).
+Columns: median and worst wall seconds per change over the changes of that row, the
+median CPU seconds of this process per change (``time.process_time``: what the change
+costs on a core of its own, whatever else the machine is running), and the split of the
+median wall time into replay (schedule + replay) and drawing (figure + PNG).
 """
 
 from __future__ import annotations
@@ -43,20 +45,27 @@ CHANGES = {
 
 def _time_changes(explorer: Explorer, name: str, values) -> tuple[list, list, list, int]:
     control = explorer.rule_controls.get(name) or explorer.controls[name]
-    totals, replays, draws = [], [], []
+    totals, cpus, replays, draws = [], [], [], []
     before = TRACE_COUNT["chunk"]
     for value in values:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         control.value = value
         totals.append(time.perf_counter() - start)
-        replays.append(explorer.timings["replay"])
-        draws.append(explorer.timings["draw"])
-    return totals, replays, draws, TRACE_COUNT["chunk"] - before
+        cpus.append(time.process_time() - cpu)
+        if explorer.timings:
+            replays.append(explorer.timings["replay"])
+            draws.append(explorer.timings["draw"])
+    return totals, cpus, replays, draws, TRACE_COUNT["chunk"] - before
 
 
-def _row(n, what, totals, replays, draws, compiles):
-    return (f"| {n:>2} | {what:<28} | {np.median(totals):6.3f} | {max(totals):6.3f} | "
-            f"{np.median(replays):6.3f} | {np.median(draws):6.3f} | {compiles:>8} |")
+def _cell(values, width=8):
+    return f"{np.median(values):{width}.3f}" if values else " " * width
+
+
+def _row(n, what, totals, cpus, replays=(), draws=(), compiles=None):
+    return (f"| {n:>2} | {what:<28} | {_cell(totals)} | {max(totals):7.3f} | {_cell(cpus)} | "
+            f"{_cell(replays)} | {_cell(draws, 6)} | "
+            f"{'' if compiles is None else compiles:>8} |")
 
 
 def main(quick: bool = False) -> None:
@@ -64,36 +73,35 @@ def main(quick: bool = False) -> None:
     repeats = 1 if quick else 2
     print(f"# explorer redraw, {datetime.date.today()}, {platform.processor() or 'cpu'}, "
           f"{os.cpu_count()} cores")
-    print("| n  | control changed              | median s | worst s | replay s | draw s | "
-          "compiles |")
-    print("|----|------------------------------|----------|---------|----------|--------|"
-          "----------|")
+    print("| n  | control changed              | median s | worst s |    cpu s | replay s | "
+          "draw s | compiles |")
+    print("|----|------------------------------|----------|---------|----------|----------|"
+          "--------|----------|")
     for n in sizes:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         explorer = Explorer("beale", "downpour", workers=n, commits=2000, seeds=4,
                             learning_rate=3e-3, noise=10.0)
-        first = time.perf_counter() - start
-        print(f"| {n:>2} | first build (compiles)       | {first:8.3f} |         |"
-              f"          |        |          |")
-        everything = []
+        print(_row(n, "first build (compiles)", [time.perf_counter() - start],
+                   [time.process_time() - cpu]))
+        every, every_cpu = [], []
         for name, values in CHANGES.items():
-            totals, replays, draws, compiles = _time_changes(explorer, name,
-                                                             values * repeats)
-            everything += totals
-            print(_row(n, name, totals, replays, draws, compiles))
-        print(f"| {n:>2} | **every real-valued change** | {np.median(everything):8.3f} | "
-              f"{max(everything):7.3f} |          |        |          |")
-        totals, replays, draws, compiles = _time_changes(explorer, "noise", [1.0])
-        print(_row(n, "σ² to a new value", totals, replays, draws, compiles))
-        totals, replays, draws, compiles = _time_changes(explorer, "noise", [10.0, 1.0])
-        print(_row(n, "σ² back to a seen value", totals, replays, draws, compiles))
-        totals = []
+            totals, cpus, replays, draws, compiles = _time_changes(explorer, name,
+                                                                   values * repeats)
+            every += totals
+            every_cpu += cpus
+            print(_row(n, name, totals, cpus, replays, draws, compiles))
+        print(_row(n, "**every real-valued change**", every, every_cpu))
+        print(_row(n, "σ² to a new value", *_time_changes(explorer, "noise", [1.0])))
+        print(_row(n, "σ² back to a seen value",
+                   *_time_changes(explorer, "noise", [10.0, 1.0])))
+        explorer.timings = {}
+        totals, cpus = [], []
         for commit in (500, 1000, 1500, 2000) * repeats:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             explorer.time.value = commit
             totals.append(time.perf_counter() - start)
-        print(f"| {n:>2} | time slider (no replay)      | {np.median(totals):8.3f} | "
-              f"{max(totals):7.3f} |          |        |          |")
+            cpus.append(time.process_time() - cpu)
+        print(_row(n, "time slider (no replay)", totals, cpus))
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def test_explorer_page_in_headless_chromium(tmp_path):
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS,
                                                  headless=True, timeout=60_000)
             try:
-                page = browser.new_page(viewport={"width": 1300, "height": 1250})
+                page = browser.new_page(viewport={"width": 1250, "height": 1400})
                 page.set_default_timeout(PAGE_S * 1000)
                 page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
                 picture = page.wait_for_selector("img.asynclab-picture[src]",
@@ -109,7 +109,7 @@ def test_explorer_page_in_headless_chromium(tmp_path):
                 before_src = picture.get_attribute("src")
                 before_png = picture.screenshot()
 
-                _drag_slider(page, "asynclab-learning-rate", 60)
+                _drag_slider(page, "asynclab-learning-rate", -25)  # a smaller η
                 page.wait_for_function(
                     "old => document.querySelector('img.asynclab-picture').src !== old",
                     arg=before_src, timeout=REDRAW_S * 1000)
@@ -119,10 +119,11 @@ def test_explorer_page_in_headless_chromium(tmp_path):
                 assert "Traceback" not in page.content()
 
                 shot = tmp_path / "explorer.png"
-                page.screenshot(path=str(shot), full_page=True)
+                page.locator(".asynclab-problem").first.scroll_into_view_if_needed()
+                page.screenshot(path=str(shot))
                 assert shot.stat().st_size > 10_000
                 if os.environ.get("ASYNCLAB_UPDATE_SCREENSHOT") == "1":
-                    page.screenshot(path=str(ROOT / "docs" / "explorer.png"), full_page=True)
+                    page.screenshot(path=str(ROOT / "docs" / "explorer.png"))
             finally:
                 browser.close()
     finally:

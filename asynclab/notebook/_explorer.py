@@ -208,7 +208,7 @@ class Explorer:
         c["distribution"] = widgets.Dropdown(options=DISTRIBUTIONS, value="exponential",
                                              description="compute time", style=_STYLE)
         c["shape"] = widgets.FloatSlider(value=1.0, min=0.1, max=5.0, step=0.1,
-                                         description="shape (lognormal σ, gamma k)",
+                                         description="shape (σ or k)",
                                          style=_STYLE, layout=_WIDE, continuous_update=False)
         c["heterogeneity"] = widgets.FloatSlider(
             value=0.0, min=0.0, max=2.0, step=0.05, description="heterogeneity (log σ)",
