@@ -381,7 +381,7 @@ class Explorer:
         self.timings = {"replay": replayed - start, "draw": time.perf_counter() - replayed}
 
     def _draw(self, result) -> None:
-        problem = self.settings()["problem"]
+        problem = get_problem(self.controls["problem"].value)
         ax = self.axes["paths"]
         if self._drawn_problem is not problem:
             ax.cla()
