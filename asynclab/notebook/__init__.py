@@ -1,0 +1,38 @@
+"""What the interactive notebooks (``notebooks/``) need beside the studies and plots:
+small data helpers and drawings built on the engine, the studies and the backends.
+
+Nothing below imports this package; it sits at the top with ``plot``, ``figures`` and
+the CLI.
+"""
+
+from ._devices import compare_executors as compare_executors
+from ._devices import notebook_devices as notebook_devices
+from ._devices import plot_executors as plot_executors
+from ._display import figure_png as figure_png
+from ._display import show as show
+from ._mc import accumulate as accumulate
+from ._mc import cell_success as cell_success
+from ._mc import plot_running_probability as plot_running_probability
+from ._mnist import ExchangeRecord as ExchangeRecord
+from ._mnist import compare_rules as compare_rules
+from ._mnist import exchange_record as exchange_record
+from ._mnist import plot_rule_comparison as plot_rule_comparison
+from ._staleness import momentum_data as momentum_data
+from ._staleness import staleness_data as staleness_data
+
+__all__ = [
+    "ExchangeRecord",
+    "accumulate",
+    "cell_success",
+    "compare_executors",
+    "compare_rules",
+    "exchange_record",
+    "figure_png",
+    "notebook_devices",
+    "plot_executors",
+    "plot_rule_comparison",
+    "plot_running_probability",
+    "momentum_data",
+    "show",
+    "staleness_data",
+]
