@@ -16,7 +16,7 @@ def plot_staleness(data: dict, path=None):
     k = len(data["n"])
     cols = min(3, k)
     rows = int(np.ceil(k / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(5 * cols, 9), 3.6 * rows), squeeze=False)
     for i, ax in enumerate(axes.ravel()):
         if i >= k:
             ax.axis("off")
