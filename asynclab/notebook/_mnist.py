@@ -118,25 +118,27 @@ def exchange_record(rule: Rule, problem: Problem | str, trace: Trace, *, seed: i
 
 def plot_rule_comparison(results: dict[str, Result], scales: ExchangeRecord | None = None,
                          path=None, *, title: str | None = None):
-    """Validation accuracy of the centre against simulated time and against commits for
-    every rule, and (given ``scales``) ADAG's scale factor at every commit against its
-    staleness."""
+    """The centre's validation accuracy and its training loss against simulated time for
+    every rule, and (given ``scales``) the factor the server applied at every commit
+    against the commit's staleness."""
     panels = 3 if scales is not None else 2
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.4))
     colors = series_colors(len(results))
     for (name, result), color in zip(results.items(), colors, strict=True):
-        accuracy = result.metrics["accuracy"][0]
-        axes[0].plot(result.record_time[0], accuracy, "-", color=color, lw=1.8, label=name)
-        axes[1].plot(result.record_events, accuracy, "-", color=color, lw=1.8, label=name)
-    axes[0].set_xlabel("simulated time (s)")
-    axes[1].set_xlabel("commits")
-    for ax in axes[:2]:
-        ax.set_ylabel("validation accuracy of the centre")
-        ax.set_ylim(0, 1)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
+        time = result.record_time[0]
+        axes[0].plot(time, result.metrics["accuracy"][0], "-", color=color, lw=1.8,
+                     label=name)
+        axes[1].plot(time, result.loss[0], "-", color=color, lw=1.8, label=name)
+    axes[0].set_ylabel("validation accuracy of the centre")
+    axes[0].set_ylim(0, 1)
     axes[0].set_title("accuracy against simulated time", fontsize=10)
-    axes[1].set_title("accuracy against commits", fontsize=10)
+    axes[1].set_ylabel("training loss of the centre")
+    axes[1].set_yscale("log")
+    axes[1].set_title("loss against simulated time", fontsize=10)
+    for ax in axes[:2]:
+        ax.set_xlabel("simulated time (s)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     if scales is not None:
         ax = axes[2]
         jitter = np.random.default_rng(0).uniform(-0.25, 0.25, scales.staleness.size)
@@ -144,7 +146,7 @@ def plot_rule_comparison(results: dict[str, Result], scales: ExchangeRecord | No
                             c=np.arange(scales.scale.size), cmap="viridis")
         fig.colorbar(points, ax=ax, label="commit")
         ax.set_xlabel("staleness τ of the commit (commits)")
-        ax.set_ylabel("mean scale factor 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1)")
-        ax.set_ylim(0, 1.05)
-        ax.set_title(f"ADAG's scale factors (mean {scales.scale.mean():.3f})", fontsize=10)
+        ax.set_ylabel("scale factor, mean over the weights")
+        ax.set_title(f"the server's scale factors (mean {scales.scale.mean():.3f}, "
+                     f"smallest {scales.scale.min():.3f})", fontsize=10)
     return finish(fig, path, title, fontsize=11)
