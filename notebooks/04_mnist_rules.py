@@ -33,8 +33,8 @@
 # commit against the commit's staleness. With 8 workers, λ = 4 and a large learning
 # rate, DOWNPOUR, which adds every worker's λ steps in full, stalls at a poor accuracy,
 # while the rules that divide the commit by λ (AGN, ADAG) or by τ + 1 (DynSGD) train;
-# ADAG damps the commits of workers whose pull is far from the current centre, which
-# are mostly the stale ones. In quick mode the 1,797 8×8
+# ADAG damps the commits of workers whose pull is far from the current centre: here
+# mostly early in training, while the centre still moves fast (colour = commit). In quick mode the 1,797 8×8
 # digits of scikit-learn stand in for MNIST.
 
 # %% tags=["parameters"]
