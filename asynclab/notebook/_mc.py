@@ -4,8 +4,8 @@ The study (:mod:`asynclab.studies.model_averaging_mc`) replays every cell's seed
 reports at the end; here the seeds of every cell are replayed in batches, round-robin
 over the cells, and the success probabilities with their Wilson intervals are handed
 back after every batch, so a notebook can redraw them as the runs accumulate. Each
-seed's run is the study's (same rule, start, noise, budget and success test), so the
-counts are those of the study's runs with the same seeds.
+seed's run is set up as in the study (rule, random starts, noise, budget and success
+test); seeds are independent, so the batching changes no run.
 """
 
 from __future__ import annotations
