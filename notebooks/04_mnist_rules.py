@@ -34,8 +34,8 @@
 # rate, DOWNPOUR, which adds every worker's λ steps in full, stalls at a poor accuracy,
 # while the rules that divide the commit by λ (AGN, ADAG) or by τ + 1 (DynSGD) train;
 # ADAG damps the commits of workers whose pull is far from the current centre: here
-# mostly early in training, while the centre still moves fast (colour = commit). In quick mode the 1,797 8×8
-# digits of scikit-learn stand in for MNIST.
+# mostly early in training, while the centre still moves fast (colour = commit).
+# In quick mode the 1,797 8×8 digits of scikit-learn stand in for MNIST.
 
 # %% tags=["parameters"]
 import os
