@@ -14,9 +14,9 @@ from ._common import finish  # noqa: E402
 def plot_staleness(data: dict, path=None):
     """One panel per cluster: the staleness histogram, the geometric fit, E[τ] and n − 1."""
     k = len(data["n"])
-    cols = 3
+    cols = min(3, k)
     rows = int(np.ceil(k / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(5 * cols, 9), 3.6 * rows), squeeze=False)
     for i, ax in enumerate(axes.ravel()):
         if i >= k:
             ax.axis("off")

@@ -6,7 +6,8 @@ expectation:
     E[θ̃_{t+1} − θ̃_t] = (1 − 1/n) E[θ̃_t − θ̃_{t−1}] − (η/n) E∇L(θ̃_t).
 
 The study replays asynchronous SGD (DOWNPOUR, λ = 1) on a diagonal quadratic with
-exponential compute times, for many seeds, each with its own cluster schedule, and
+exponential compute times (or another distribution, to see where the prediction needs
+geometric staleness), for many seeds, each with its own cluster schedule, and
 averages the central trajectory over the seeds. It then
 
 - runs the heavy-ball reference θ_{t+1} = θ_t + μ (θ_t − θ_{t−1}) − (η/n) ∇L(θ_t) with
@@ -50,6 +51,8 @@ class Config:
     bootstrap: int = 100  # resamples of the seeds for the standard error of the fit
     store_every: int = 5  # trajectories are stored (for drawing) every k commits
     seed: int = 0  # seeds are seed, seed + 1, …; seed s also schedules its own cluster
+    compute: str = "exponential"  # the compute-time distribution of every local step
+    compute_shape: float = 1.0  # its shape (lognormal σ, gamma k; see ComputeTime)
 
     @classmethod
     def quick(cls) -> Config:
@@ -114,7 +117,7 @@ def run(config: Config = Config(), progress=None) -> dict:
     mean_paths, references, plain, fitted, fit_error, spread = [], [], [], [], [], []
     for n in progress_bar(config.workers, desc="implicit momentum", unit="n",
                   progress=progress):
-        cluster = Cluster(n, ComputeTime("exponential"))
+        cluster = Cluster(n, ComputeTime(config.compute, shape=config.compute_shape))
         traces = [simulate_async(cluster, commits=config.commits, rng=s) for s in seeds]
         result = replay(rule, problem, traces, seeds=seeds, noise=config.noise, record_every=1,
                         record_paths=True)

@@ -62,8 +62,14 @@ def run(config: Config = Config(), progress=None) -> dict:
     clusters.append((f"n = {m}, one worker {config.slowdown:g}× slower",
                      Cluster(m, ComputeTime("exponential"),
                              time_scale=(config.slowdown,) + (1.0,) * (m - 1))))
-    rows = [_histogram(simulate_async(c, commits=config.commits, rng=config.seed + i), label)
-            for i, (label, c) in enumerate(clusters)]
+    return histograms([(label, simulate_async(c, commits=config.commits, rng=config.seed + i))
+                       for i, (label, c) in enumerate(clusters)])
+
+
+def histograms(labelled_traces) -> dict:
+    """The study's data for ``(label, trace)`` pairs of asynchronous traces: one row per
+    trace (histogram counts without the first n warm-up commits, mean, geometric fit, …)."""
+    rows = [_histogram(trace, label) for label, trace in labelled_traces]
     width = max(r["counts"].size for r in rows)
     return {
         "labels": np.array([r["label"] for r in rows]),

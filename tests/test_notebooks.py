@@ -1,0 +1,76 @@
+"""Every notebook runs top to bottom in quick mode, and its text and .ipynb agree.
+
+Each notebook executes in its own kernel (nbclient) with ``ASYNCLAB_NOTEBOOK_QUICK=1``,
+which its parameters cell reads, within a bounded time. The device notebook sets up
+simulated CPU devices in its first code cell, before JAX starts in that kernel.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDER = ROOT / "notebooks"
+NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
+TEXTS = sorted(FOLDER.glob("*.py"))
+TIMEOUT = 240  # seconds per cell: a hung kernel fails the test instead of the suite
+
+
+def test_the_notebooks_are_there():
+    names = {p.stem for p in NOTEBOOKS}
+    assert {"02_staleness", "03_model_averaging_mc", "04_mnist_rules",
+            "05_devices"} <= names
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=[p.stem for p in TEXTS])
+def test_every_text_notebook_has_its_ipynb_in_sync(path):
+    pair = path.with_suffix(".ipynb")
+    assert pair.exists(), f"{path.name} has no {pair.name}; run jupytext --sync {path.name}"
+    text, notebook = jupytext.read(path), jupytext.read(pair)
+
+    def cells(nb):
+        return [(c.cell_type, c.source.strip(), tuple(c.metadata.get("tags", ())))
+                for c in nb.cells]
+
+    assert cells(text) == cells(notebook), f"{path.name} and {pair.name} differ; run " \
+                                           f"jupytext --sync {path.name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_committed_without_outputs_and_has_a_quick_mode(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), \
+        f"{path.name} holds outputs; clear them before committing"
+    first = code[0]
+    assert "parameters" in first.metadata.get("tags", ()), \
+        f"{path.name}: the first code cell must be tagged 'parameters'"
+    assert 'os.environ.get("ASYNCLAB_NOTEBOOK_QUICK") == "1"' in first.source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes_in_quick_mode(path, monkeypatch):
+    monkeypatch.setenv("ASYNCLAB_NOTEBOOK_QUICK", "1")
+    # the kernel imports this checkout's asynclab
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3",
+                            resources={"metadata": {"path": str(FOLDER)}})
+    client.execute()  # raises CellExecutionError, with the traceback, on an error
+    errors = [o for c in nb.cells for o in c.get("outputs", ()) if o.output_type == "error"]
+    assert not errors
+    stderr = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", ())
+                     if o.output_type == "stream" and o.get("name") == "stderr")
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    images = [o for c in nb.cells for o in c.get("outputs", ())
+              if "image/png" in o.get("data", {})]
+    widgets = [o for c in nb.cells for o in c.get("outputs", ())
+               if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert images or widgets, f"{path.name} showed nothing"
