@@ -37,6 +37,7 @@ import dataclasses
 
 import numpy as np
 
+from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Link
 from ..engine import run as run_engine
@@ -122,8 +123,6 @@ def _one(config: Config, kind: str, mode: str, workers: int) -> dict:
 
 
 def _check(config: Config) -> None:
-    from .._errors import ConfigError
-
     for n in config.workers:
         unit = unit_size("synchronous", n, config.group_size)
         if config.evaluations % (unit * config.records):
@@ -141,15 +140,14 @@ def run(config: Config = Config(), progress=None) -> dict:
         n = config.workers[i]
         # a cell whose rule and cluster equal an earlier one's is that run (n = 1 in every
         # mode; the slow cluster below slow_every workers)
-        key = (_rule(MODES[m], n), cluster(config, CLUSTERS[c], MODES[m], n))
-        if key not in done:
-            done[key] = _one(config, CLUSTERS[c], MODES[m], n)
-        one = done[key]
-        for key, value in one.items():
-            if key not in out:
-                out[key] = np.zeros((len(CLUSTERS), len(MODES), len(config.workers),
-                                     *value.shape), value.dtype)
-            out[key][c, m, i] = value
+        same = (_rule(MODES[m], n), cluster(config, CLUSTERS[c], MODES[m], n))
+        if same not in done:
+            done[same] = _one(config, CLUSTERS[c], MODES[m], n)
+        for name, value in done[same].items():
+            if name not in out:
+                out[name] = np.zeros((len(CLUSTERS), len(MODES), len(config.workers),
+                                      *value.shape), value.dtype)
+            out[name][c, m, i] = value
     evaluations = np.arange(config.records + 1) * (config.evaluations // config.records)
     reached = time_to_target(out["time"], evaluations, out["accuracy"], config.target)
     seconds = np.asarray(reached.seconds, np.float64)
