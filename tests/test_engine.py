@@ -180,6 +180,24 @@ def test_divergence_is_detected_frozen_and_reported():
     assert np.all(np.isfinite(result.loss[0, result.record_events <= result.diverged_at[0]]))
 
 
+@pytest.mark.parametrize("unroll", [3, 8])
+def test_unrolled_event_loop_gives_the_same_numbers(unroll):
+    """Several events per loop iteration (blocks of 7 events: 3 does not divide them, 8
+    exceeds them) replay the same arithmetic, divergence event included."""
+    problem = quadratic(dim=4, condition=10.0)
+    trace = round_robin_trace(2, 300)
+    plain = replay(downpour(0.25), problem, trace, record_every=7, seeds=[0, 1], noise=1.0,
+                   unroll=1)
+    unrolled = replay(downpour(0.25), problem, trace, record_every=7, seeds=[0, 1],
+                      noise=1.0, unroll=unroll)
+    assert np.all(plain.diverged) and plain.diverged_at[0] > 0
+    np.testing.assert_array_equal(plain.diverged_at, unrolled.diverged_at)
+    np.testing.assert_array_equal(plain.loss, unrolled.loss)
+    np.testing.assert_array_equal(plain.final_params, unrolled.final_params)
+    with pytest.raises(asynclab.ConfigError, match="unroll"):
+        replay(downpour(0.25), problem, trace, unroll=0)
+
+
 def test_a_stable_run_does_not_diverge():
     result = replay(downpour(0.05), quadratic(dim=4, condition=10.0), round_robin_trace(2, 500))
     assert not result.diverged[0] and result.diverged_at[0] == -1
