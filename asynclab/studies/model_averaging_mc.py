@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -69,7 +70,10 @@ class Config:
       runs: runs (seeds 0 … runs − 1) per bar.
       check_runs: runs (seeds 0 … check_runs − 1) replayed with twice the budget.
       success_loss: a run succeeds when its final central loss is below this.
-      threads: cells replayed at once (the numbers do not depend on it).
+      threads: cells replayed at once (None: 2 on a CPU, where each replay keeps about
+        one core busy; on an accelerator one per host core, up to one per cell, so that
+        the cells' compilations run in parallel and their launches overlap). The numbers
+        do not depend on it.
       launch_seeds: seeds per replay call (None: ``check_runs`` on a CPU, ``runs`` on an
         accelerator).
       merge_check: replay a bar cell's runs over twice the budget in one launch and read
@@ -90,7 +94,7 @@ class Config:
     runs: int = 10_000
     check_runs: int = 500
     success_loss: float = 0.1
-    threads: int = 2
+    threads: int | None = None
     launch_seeds: int | None = None
     merge_check: bool | None = None
     unroll: int | None = None
@@ -173,6 +177,14 @@ def _replay_seeds(config, problem, n, lam, steps, seeds, records) -> _Runs:
     return _Runs(*(np.concatenate([getattr(r, f) for r in parts]) for f in _Runs._fields))
 
 
+def _threads(config, cells: int) -> int:
+    if config.threads is not None:
+        return int(config.threads)
+    if jax.default_backend() == "cpu":
+        return 2
+    return max(1, min(cells, os.cpu_count() or 1))
+
+
 def _merge_check(config) -> bool:
     if config.merge_check is not None:
         return bool(config.merge_check)
@@ -229,9 +241,10 @@ def run(config: Config = Config(), progress=None) -> dict:
         lam, n = cell
         return _replay_cell(config, problem, lam, n)
 
-    # Two cells at a time: XLA keeps both cores busy only for the large cells, and the
-    # cells are independent (each seed's numbers do not depend on what else runs).
-    with ThreadPoolExecutor(max_workers=config.threads) as pool, progress_bar(
+    # Several cells at a time (two on a CPU: XLA keeps both cores busy only for the large
+    # cells); the cells are independent (each seed's numbers do not depend on what else
+    # runs).
+    with ThreadPoolExecutor(max_workers=_threads(config, len(cells))) as pool, progress_bar(
             total=len(cells), desc="model averaging Monte Carlo",
             progress=progress) as bar_:
         futures = [pool.submit(replay_cell, cell) for cell in cells]
