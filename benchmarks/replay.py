@@ -389,8 +389,7 @@ def mc_timing(which: str):
         if config.runs > config.check_runs:
             steps += len(config.bar_local_steps) * config.runs * budget * n
     settings = (f"launch_seeds {study._launch_seeds(config)}, merge_check "
-                f"{study._merge_check(config)}, unroll "
-                f"{asynclab.engine.event_unroll(config.unroll)}, threads "
+                f"{study._merge_check(config)}, unroll {study._unroll(config)}, threads "
                 f"{study._threads(config, len(lams) * len(config.workers))}")
     t0 = time.perf_counter()
     study.run(config, progress=False)
@@ -454,8 +453,7 @@ def main(argv=None):
         seeds, rounds, rows = unroll_rows(args.quick)
         print()
         print(f"(h) events per loop iteration: model averaging on Beale, n=10, λ=1, σ²=10, "
-              f"{seeds:,} seeds x {rounds:,} rounds (worker-steps/s; engine default "
-              f"{asynclab.engine.event_unroll()})")
+              f"{seeds:,} seeds x {rounds:,} rounds (worker-steps/s)")
         for k, rate, compile_s, same in rows:
             print(f"    unroll {k:>3} {rate:12.4g} worker-steps/s  compile {compile_s:5.1f} s"
                   f"  same bits as unroll {UNROLLS[0]}: {same}")

@@ -3,8 +3,6 @@
 from ._core import INITS as INITS
 from ._core import initial_state as initial_state
 from ._core import seed_keys as seed_keys
-from ._replay import EVENT_UNROLL as EVENT_UNROLL
-from ._replay import event_unroll as event_unroll
 from ._replay import replay as replay
 from ._replay import structure_key as structure_key
 from ._replay import with_values as with_values
@@ -19,13 +17,11 @@ from ._sweep import scores as scores
 from ._sweep import sweep as sweep
 
 __all__ = [
-    "EVENT_UNROLL",
     "INITS",
     "SCORES",
     "Result",
     "best_point",
     "build_rule",
-    "event_unroll",
     "initial_state",
     "replay",
     "replay_grid",

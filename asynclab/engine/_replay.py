@@ -194,19 +194,18 @@ _COMPILED: OrderedDict = OrderedDict()
 
 
 def event_unroll(unroll=None) -> int:
-    """Events per iteration of the replay's compiled loop: ``unroll``, or by default
-    :data:`EVENT_UNROLL` of JAX's default backend (1 elsewhere)."""
+    """Events per iteration of the replay's compiled loop (``lax.scan(unroll=...)``):
+    ``unroll``, checked, or 1 for None.
+
+    On a CPU unrolling gains nothing and compiles longer (``benchmarks/replay.py``, row
+    (h)); on an accelerator, where every loop iteration costs kernel launches, a caller
+    with a long loop of small steps may want more.
+    """
     if unroll is None:
-        return EVENT_UNROLL.get(jax.default_backend(), 1)
+        return 1
     if isinstance(unroll, bool) or not isinstance(unroll, int | np.integer) or unroll < 1:
         raise ConfigError(f"unroll must be an integer >= 1, got {unroll!r}")
     return int(unroll)
-
-
-#: Default ``lax.scan`` unroll of the event loop by backend. On a CPU XLA gains nothing
-#: from unrolling the event loop (and compiles longer); on a GPU every loop iteration
-#: costs kernel launches, so several events per iteration pay (``benchmarks/replay.py``).
-EVENT_UNROLL = {"cpu": 1, "gpu": 8, "cuda": 8, "rocm": 8, "tpu": 8}
 
 
 def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1):
@@ -474,8 +473,8 @@ def replay(
       record_paths: record central and worker trajectories (default: for d ≤ 2).
       progress: show a progress bar (None: only on a terminal or in a notebook).
       config: stored with the result.
-      unroll: events per iteration of the compiled loop (default: by backend, see
-        :data:`EVENT_UNROLL`); a speed setting only, the numbers do not depend on it.
+      unroll: events per iteration of the compiled loop (default 1); a speed setting
+        only, the numbers do not depend on it.
 
     Returns:
       A :class:`Result`.

@@ -79,8 +79,9 @@ class Config:
       merge_check: replay a bar cell's runs over twice the budget in one launch and read
         the convergence check from its first ``check_runs`` seeds (None: on an
         accelerator). The counts do not depend on it.
-      unroll: events per iteration of the replay's compiled loop (None: the engine's
-        default for the backend). The counts do not depend on it.
+      unroll: events per iteration of the replay's compiled loop (None: 1 on a CPU,
+        where unrolling gains nothing; 8 on an accelerator, where every iteration costs
+        kernel launches). The counts do not depend on it.
     """
 
     workers: tuple[int, ...] = tuple(range(1, 11))
@@ -131,8 +132,8 @@ def _replay(config, problem, n, lam, steps, seeds, records):
     trace = simulate_sync(Cluster(workers=n), local_steps=lam, rounds=rounds)
     return replay(rule, problem, trace, seeds=seeds, init="random_per_worker",
                   noise=config.noise, record_paths=False, record_every=rounds // records,
-                  progress=False,  # cells run two at a time: one bar for the study
-                  unroll=config.unroll)
+                  progress=False,  # cells run several at a time: one bar for the study
+                  unroll=_unroll(config))
 
 
 class _Runs(NamedTuple):
@@ -183,6 +184,16 @@ def _threads(config, cells: int) -> int:
     if jax.default_backend() == "cpu":
         return 2
     return max(1, min(cells, os.cpu_count() or 1))
+
+
+def _unroll(config) -> int:
+    if config.unroll is not None:
+        return int(config.unroll)
+    return 1 if jax.default_backend() == "cpu" else ACCELERATOR_UNROLL
+
+
+#: events per loop iteration on an accelerator (``benchmarks/replay.py``, row (h))
+ACCELERATOR_UNROLL = 8
 
 
 def _merge_check(config) -> bool:
