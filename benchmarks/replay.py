@@ -412,7 +412,7 @@ def main(argv=None):
                         help="row (g): time the model_averaging_mc study's quick (default) "
                         "or full configuration, or skip it")
     parser.add_argument("--rows", default=ROWS,
-                        help="the rows to measure, e.g. 'fhg' (default: all of "
+                        help="the rows to measure, in this order, e.g. 'gfh' (default: "
                         f"'{ROWS}'; any of a-d measures the whole table a-d)")
     parser.add_argument("--generator-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -435,34 +435,38 @@ def main(argv=None):
     print(f"DOWNPOUR λ=1, n={N_WORKERS} workers, exponential compute times, σ²={NOISE}; "
           f"best of {REPEATS}")
 
-    if set(args.rows) & set("abcd"):
-        table_rows(sizes)
-    if "e" in args.rows:
-        print()
-        print(f"(e) the seed's generator inside the replay ({100 if args.quick else 1000} "
-              "seeds, Beale; worker-steps/s; ratio to asynclab's fused Threefry)")
-        for workload, variant, rate, ratio in generator_rows(args.quick):
-            print(f"    {workload:28} {variant:14} {rate:12.4g} {ratio:8.3g}x")
-    if "f" in args.rows:
-        print()
-        print("(f) seeds per launch: DOWNPOUR on Beale, n=16, λ=1 (replica-updates/s)")
-        for seeds, commits, rate, compile_s in seeds_sweep(args.quick):
-            print(f"    {seeds:>7,} seeds x {commits:,} commits {rate:12.4g} replica-upd/s  "
-                  f"compile {compile_s:.1f} s")
-    if "h" in args.rows:
-        seeds, rounds, rows = unroll_rows(args.quick)
-        print()
-        print(f"(h) events per loop iteration: model averaging on Beale, n=10, λ=1, σ²=10, "
-              f"{seeds:,} seeds x {rounds:,} rounds (worker-steps/s)")
-        for k, rate, compile_s, same in rows:
-            print(f"    unroll {k:>3} {rate:12.4g} worker-steps/s  compile {compile_s:5.1f} s"
-                  f"  same bits as unroll {UNROLLS[0]}: {same}")
-    if "g" in args.rows and args.mc != "none":
-        seconds, steps, settings = mc_timing(args.mc)
-        print()
-        print(f"(g) model_averaging_mc study ({args.mc} configuration): {seconds:.1f} s, "
-              f"{steps:.3g} worker-steps, {steps / seconds:.3g} worker-steps/s")
-        print(f"    {settings}")
+    # rows in the order given (a short lease may want (g) first); a-d are one table
+    order = list(dict.fromkeys("a" if r in "abcd" else r for r in args.rows))
+    for row in order:
+        if row == "a":
+            table_rows(sizes)
+        elif row == "e":
+            print()
+            print(f"(e) the seed's generator inside the replay ({100 if args.quick else 1000} "
+                  "seeds, Beale; worker-steps/s; ratio to asynclab's fused Threefry)")
+            for workload, variant, rate, ratio in generator_rows(args.quick):
+                print(f"    {workload:28} {variant:14} {rate:12.4g} {ratio:8.3g}x")
+        elif row == "f":
+            print()
+            print("(f) seeds per launch: DOWNPOUR on Beale, n=16, λ=1 (replica-updates/s)")
+            for seeds, commits, rate, compile_s in seeds_sweep(args.quick):
+                print(f"    {seeds:>7,} seeds x {commits:,} commits {rate:12.4g} "
+                      f"replica-upd/s  compile {compile_s:.1f} s", flush=True)
+        elif row == "h":
+            seeds, rounds, rows = unroll_rows(args.quick)
+            print()
+            print(f"(h) events per loop iteration: model averaging on Beale, n=10, λ=1, "
+                  f"σ²=10, {seeds:,} seeds x {rounds:,} rounds (worker-steps/s)")
+            for k, rate, compile_s, same in rows:
+                print(f"    unroll {k:>3} {rate:12.4g} worker-steps/s  compile "
+                      f"{compile_s:5.1f} s  same bits as unroll {UNROLLS[0]}: {same}")
+        elif row == "g" and args.mc != "none":
+            seconds, steps, settings = mc_timing(args.mc)
+            print()
+            print(f"(g) model_averaging_mc study ({args.mc} configuration): {seconds:.1f} s, "
+                  f"{steps:.3g} worker-steps, {steps / seconds:.3g} worker-steps/s")
+            print(f"    {settings}")
+        sys.stdout.flush()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"load average after the run (1, 5, 15 min): {load}")
 
