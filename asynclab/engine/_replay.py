@@ -107,7 +107,7 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     """A function replaying ``(blocks, k)`` events and recording after every block: the
     central loss, with ``evaluate`` the centre's metrics (a dict), with ``record_paths``
     the centre and the workers' local parameters. ``unroll``: events per iteration of the
-    compiled loop (``lax.scan(unroll=...)``; the numbers do not depend on it)."""
+    compiled loop (``lax.scan(unroll=...)``; the same arithmetic per event)."""
 
     def chunk(carry: Carry, worker_keys, events):
         def block(carry, block_events):
@@ -473,8 +473,9 @@ def replay(
       record_paths: record central and worker trajectories (default: for d ≤ 2).
       progress: show a progress bar (None: only on a terminal or in a notebook).
       config: stored with the result.
-      unroll: events per iteration of the compiled loop (default 1); a speed setting
-        only, the numbers do not depend on it.
+      unroll: events per iteration of the compiled loop (default 1); a speed setting:
+        every event does the same arithmetic (on a CPU the same bits; an accelerator may
+        fuse unrolled events differently, to float rounding).
 
     Returns:
       A :class:`Result`.

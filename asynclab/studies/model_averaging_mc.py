@@ -81,7 +81,7 @@ class Config:
         accelerator). The counts do not depend on it.
       unroll: events per iteration of the replay's compiled loop (None: 1 on a CPU,
         where unrolling gains nothing; 8 on an accelerator, where every iteration costs
-        kernel launches). The counts do not depend on it.
+        kernel launches). The same arithmetic per event (on a CPU the same bits).
     """
 
     workers: tuple[int, ...] = tuple(range(1, 11))
