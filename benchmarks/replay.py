@@ -5,6 +5,7 @@ SimPy simulator beside a bare SimPy loop.
     python benchmarks/replay.py              # full size (a few minutes on 2 cores)
     python benchmarks/replay.py --quick      # smoke check (about a minute)
     python benchmarks/replay.py --mc full    # also time the whole model_averaging_mc figure
+    python benchmarks/replay.py --rows fhg --mc full   # only rows (f), (h), (g)
 
 The same command runs on a CPU or a GPU machine; the header names the device, and the
 sizes of rows (f) follow it (more seeds on an accelerator).
@@ -30,6 +31,10 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
 (g) mc      ``asynclab.studies.model_averaging_mc.run`` (the figure's whole study; the
             quick configuration unless ``--mc full``), one call, wall seconds and
             worker-steps/s.
+(h) unroll  one cell of that study (model averaging on Beale, n = 10, λ = 1, σ² = 10,
+            random starts) replayed with 1, 8 and 16 events per iteration of the compiled
+            loop (``replay(..., unroll=k)``): worker-steps/s, compilation apart, and
+            whether the numbers are the same bits as with 1.
 
 Every rate is the best of 3 repeats (``time.perf_counter``), the repeats of the
 rows compared with each other interleaved. Before timing, the script
@@ -94,6 +99,16 @@ SEEDS_SWEEP = {
     ("accelerator", "quick"): ((1_000, 10_000), 2_000),
 }
 GENERATORS = ("asynclab", "threefry2x32", "philox2x32")
+
+#: (h): seeds and rounds of the model-averaging cell, by device kind and size
+UNROLL_CELL = {
+    ("cpu", "full"): (500, 4_000),
+    ("cpu", "quick"): (100, 500),
+    ("accelerator", "full"): (10_000, 16_000),
+    ("accelerator", "quick"): (10_000, 2_000),
+}
+UNROLLS = (1, 8, 16)
+ROWS = "abcdefgh"
 
 
 # ----------------------------------------------------------------------------- numpy (a)
@@ -306,9 +321,12 @@ def generator_rows(quick: bool):
 # ----------------------------------------------------------------------------- seeds (f)
 
 
+def device_kind() -> str:
+    return "cpu" if jax.default_backend() == "cpu" else "accelerator"
+
+
 def seeds_sweep(quick: bool):
-    kind = "cpu" if jax.default_backend() == "cpu" else "accelerator"
-    counts, commits = SEEDS_SWEEP[(kind, "quick" if quick else "full")]
+    counts, commits = SEEDS_SWEEP[(device_kind(), "quick" if quick else "full")]
     problem = asynclab.problems.beale()
     rule = asynclab.rules.downpour(1e-3)
     trace = trace_of(commits)
@@ -328,6 +346,36 @@ def _best_no_warmup(fn):
     return best["fn"]
 
 
+# ----------------------------------------------------------------------------- unroll (h)
+
+
+def unroll_rows(quick: bool):
+    """Row (h): ``(unroll, worker-steps/s, compile s, same bits as unroll 1)``."""
+    from asynclab.cluster import simulate_sync
+
+    seeds, rounds = UNROLL_CELL[(device_kind(), "quick" if quick else "full")]
+    n = 10
+    problem = asynclab.problems.beale()
+    rule = asynclab.rules.model_averaging(1e-4)
+    trace = simulate_sync(Cluster(n), rounds=rounds)
+    fns = {}
+    for k in UNROLLS:
+        fns[k] = functools.partial(asynclab.replay, rule, problem, trace, seeds=range(seeds),
+                                   noise=10.0, init="random_per_worker", record_paths=False,
+                                   record_every=rounds, progress=False, unroll=k)
+    first = {}
+    for k, fn in fns.items():
+        t0 = time.perf_counter()
+        fn()
+        first[k] = time.perf_counter() - t0
+    best, out = best_of(fns)
+    rows = []
+    for k in UNROLLS:
+        same = bool(np.array_equal(out[k].loss, out[UNROLLS[0]].loss, equal_nan=True))
+        rows.append((k, seeds * n * rounds / best[k], max(first[k] - best[k], 0.0), same))
+    return seeds, rounds, rows
+
+
 # ----------------------------------------------------------------------------- mc (g)
 
 
@@ -343,9 +391,12 @@ def mc_timing(which: str):
         steps += len(lams) * config.check_runs * 2 * budget * n
         if config.runs > config.check_runs:
             steps += len(config.bar_local_steps) * config.runs * budget * n
+    settings = (f"launch_seeds {study._launch_seeds(config)}, merge_check "
+                f"{study._merge_check(config)}, unroll {study._unroll(config)}, threads "
+                f"{study._threads(config, len(lams) * len(config.workers))}")
     t0 = time.perf_counter()
     study.run(config, progress=False)
-    return time.perf_counter() - t0, steps
+    return time.perf_counter() - t0, steps, settings
 
 
 def device_line() -> str:
@@ -363,8 +414,13 @@ def main(argv=None):
     parser.add_argument("--mc", choices=("quick", "full", "none"), default="quick",
                         help="row (g): time the model_averaging_mc study's quick (default) "
                         "or full configuration, or skip it")
+    parser.add_argument("--rows", default=ROWS,
+                        help="the rows to measure, in this order, e.g. 'gfh' (default: "
+                        f"'{ROWS}'; any of a-d measures the whole table a-d)")
     parser.add_argument("--generator-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not args.rows or set(args.rows) - set(ROWS):
+        parser.error(f"--rows takes letters of '{ROWS}', got {args.rows!r}")
     if args.generator_child:
         print(json.dumps(generator_child(args.generator_child, args.quick)))
         return
@@ -382,6 +438,45 @@ def main(argv=None):
     print(f"DOWNPOUR λ=1, n={N_WORKERS} workers, exponential compute times, σ²={NOISE}; "
           f"best of {REPEATS}")
 
+    # rows in the order given (a short lease may want (g) first); a-d are one table
+    order = list(dict.fromkeys("a" if r in "abcd" else r for r in args.rows))
+    for row in order:
+        if row == "a":
+            table_rows(sizes)
+        elif row == "e":
+            print()
+            print(f"(e) the seed's generator inside the replay ({100 if args.quick else 1000} "
+                  "seeds, Beale; worker-steps/s; ratio to asynclab's fused Threefry)")
+            for workload, variant, rate, ratio in generator_rows(args.quick):
+                print(f"    {workload:28} {variant:14} {rate:12.4g} {ratio:8.3g}x")
+        elif row == "f":
+            print()
+            print("(f) seeds per launch: DOWNPOUR on Beale, n=16, λ=1 (replica-updates/s)")
+            for seeds, commits, rate, compile_s in seeds_sweep(args.quick):
+                print(f"    {seeds:>7,} seeds x {commits:,} commits {rate:12.4g} "
+                      f"replica-upd/s  compile {compile_s:.1f} s", flush=True)
+        elif row == "h":
+            seeds, rounds, rows = unroll_rows(args.quick)
+            print()
+            print(f"(h) events per loop iteration: model averaging on Beale, n=10, λ=1, "
+                  f"σ²=10, {seeds:,} seeds x {rounds:,} rounds (worker-steps/s)")
+            for k, rate, compile_s, same in rows:
+                print(f"    unroll {k:>3} {rate:12.4g} worker-steps/s  compile "
+                      f"{compile_s:5.1f} s  same bits as unroll {UNROLLS[0]}: {same}")
+        elif row == "g" and args.mc != "none":
+            seconds, steps, settings = mc_timing(args.mc)
+            print()
+            print(f"(g) model_averaging_mc study ({args.mc} configuration): {seconds:.1f} s, "
+                  f"{steps:.3g} worker-steps, {steps / seconds:.3g} worker-steps/s")
+            print(f"    {settings}")
+        sys.stdout.flush()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"load average after the run (1, 5, 15 min): {load}")
+
+
+def table_rows(sizes):
+    """Rows (a)-(d), one table: the replay against the numpy loop, the simulator against
+    bare SimPy."""
     diff, moved = check_agreement()
     print(f"check: numpy loop (trace order, σ²=0, Beale, 200 commits) = replay to "
           f"{diff:.1e} (centre moved {moved:.2f})")
@@ -446,27 +541,6 @@ def main(argv=None):
     print()
     print("ratio: to (a) on the same problem; for (d) to the bare SimPy loop. "
           "compile: first call minus best call.")
-
-    print()
-    print(f"(e) the seed's generator inside the replay ({100 if args.quick else 1000} seeds, "
-          "Beale; worker-steps/s; ratio to asynclab's fused Threefry)")
-    for workload, variant, rate, ratio in generator_rows(args.quick):
-        print(f"    {workload:28} {variant:14} {rate:12.4g} {ratio:8.3g}x")
-
-    print()
-    print("(f) seeds per launch: DOWNPOUR on Beale, n=16, λ=1 (replica-updates/s)")
-    for seeds, commits, rate, compile_s in seeds_sweep(args.quick):
-        print(f"    {seeds:>7,} seeds x {commits:,} commits {rate:12.4g} replica-upd/s  "
-              f"compile {compile_s:.1f} s")
-
-    if args.mc != "none":
-        seconds, steps = mc_timing(args.mc)
-        print()
-        print(f"(g) model_averaging_mc study ({args.mc} configuration): {seconds:.1f} s, "
-              f"{steps:.3g} worker-steps, {steps / seconds:.3g} worker-steps/s")
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"load average after the run (1, 5, 15 min): {load}")
-
 
 if __name__ == "__main__":
     main()

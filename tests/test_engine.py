@@ -1,5 +1,6 @@
 """The replay engine against independent numpy oracles and the identities of docs/rules.md."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -178,6 +179,28 @@ def test_divergence_is_detected_frozen_and_reported():
     after = result.record_events > result.diverged_at[0]
     assert np.all(np.isnan(result.loss[0, after]))
     assert np.all(np.isfinite(result.loss[0, result.record_events <= result.diverged_at[0]]))
+
+
+@pytest.mark.parametrize("unroll", [3, 8])
+def test_unrolled_event_loop_gives_the_same_numbers(unroll):
+    """Several events per loop iteration (blocks of 7 events: 3 does not divide them, 8
+    exceeds them) replay the same arithmetic, divergence event included (on a CPU the
+    same bits; an accelerator may fuse the unrolled events differently)."""
+    problem = quadratic(dim=4, condition=10.0)
+    trace = round_robin_trace(2, 300)
+    plain = replay(downpour(0.25), problem, trace, record_every=7, seeds=[0, 1], noise=1.0,
+                   unroll=1)
+    unrolled = replay(downpour(0.25), problem, trace, record_every=7, seeds=[0, 1],
+                      noise=1.0, unroll=unroll)
+    assert np.all(plain.diverged) and plain.diverged_at[0] > 0
+    np.testing.assert_array_equal(plain.diverged_at, unrolled.diverged_at)
+    np.testing.assert_allclose(plain.loss, unrolled.loss, rtol=1e-5)
+    np.testing.assert_allclose(plain.final_params, unrolled.final_params, rtol=1e-5)
+    if jax.default_backend() == "cpu":
+        np.testing.assert_array_equal(plain.loss, unrolled.loss)
+        np.testing.assert_array_equal(plain.final_params, unrolled.final_params)
+    with pytest.raises(asynclab.ConfigError, match="unroll"):
+        replay(downpour(0.25), problem, trace, unroll=0)
 
 
 def test_a_stable_run_does_not_diverge():

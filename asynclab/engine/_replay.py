@@ -103,10 +103,11 @@ def synchronous_event(rule, gradient, n_workers):
     return event
 
 
-def chunk_runner(event, loss, record_paths: bool, evaluate=None):
+def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1):
     """A function replaying ``(blocks, k)`` events and recording after every block: the
     central loss, with ``evaluate`` the centre's metrics (a dict), with ``record_paths``
-    the centre and the workers' local parameters."""
+    the centre and the workers' local parameters. ``unroll``: events per iteration of the
+    compiled loop (``lax.scan(unroll=...)``; the same arithmetic per event)."""
 
     def chunk(carry: Carry, worker_keys, events):
         def block(carry, block_events):
@@ -114,7 +115,8 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None):
                 carry, path = event(carry, worker_keys, *e)
                 return carry, (path if record_paths else None)
 
-            carry, paths = jax.lax.scan(step, carry, block_events)
+            carry, paths = jax.lax.scan(step, carry, block_events,
+                                        unroll=min(unroll, block_events[0].shape[0]))
             center = carry.server.center
             value, diverged_at = recorded_loss(loss, center, carry.diverged_at,
                                                block_events[2][-1])
@@ -191,7 +193,22 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
 _COMPILED: OrderedDict = OrderedDict()
 
 
-def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared):
+def event_unroll(unroll=None) -> int:
+    """Events per iteration of the replay's compiled loop (``lax.scan(unroll=...)``):
+    ``unroll``, checked, or 1 for None.
+
+    On a CPU unrolling gains nothing and compiles longer (``benchmarks/replay.py``, row
+    (h)); on an accelerator, where every loop iteration costs kernel launches, a caller
+    with a long loop of small steps may want more.
+    """
+    if unroll is None:
+        return 1
+    if isinstance(unroll, bool) or not isinstance(unroll, int | np.integer) or unroll < 1:
+        raise ConfigError(f"unroll must be an integer >= 1, got {unroll!r}")
+    return int(unroll)
+
+
+def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1):
     """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
     traced hyperparameters reuse the compilation.
 
@@ -202,11 +219,12 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared):
     element.
     """
     with _CACHE_LOCK:
-        return _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared)
+        return _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared,
+                                      unroll)
 
 
-def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared):
-    key = (structure_key(rule), id(problem), noise, record_paths, n_workers, shared)
+def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared, unroll):
+    key = (structure_key(rule), id(problem), noise, record_paths, n_workers, shared, unroll)
     if key in _COMPILED:
         _COMPILED.move_to_end(key)
         return _COMPILED[key][-1]
@@ -219,7 +237,7 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
             event = synchronous_event(built, gradient, n_workers)
         else:
             event = asynchronous_event(built, gradient)
-        return chunk_runner(event, problem.loss, record_paths, problem.evaluate)(
+        return chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll)(
             carry, worker_keys, events)
 
     fn = jax.jit(jax.vmap(chunk, in_axes=(0, 0, None if shared else 0, 0)),
@@ -336,13 +354,14 @@ class _Replayed(NamedTuple):
     metrics: dict | None = None
 
 
-def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar):
+def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,
+                  unroll=None):
     """Replay batch element ``b`` = (seed ``seeds[b]``, trace row ``rows[b]``, traced
     hyperparameters ``values[name][b]``) for every b, in one compiled call per chunk."""
     n_workers, shared = plan.n_workers, plan.time.shape[0] == 1
     batch = len(seeds)
     run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, n_workers,
-                                shared)
+                                shared, event_unroll(unroll))
     values = {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
     init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n_workers)
     carry, (first_loss, first_metrics) = _initial_carry_batch(rule, problem, n_workers, init)(
@@ -433,6 +452,7 @@ def replay(
     record_paths: bool | None = None,
     progress: bool | None = None,
     config: dict | None = None,
+    unroll: int | None = None,
 ) -> Result:
     """Replay one trace (or one per seed) with ``rule`` on ``problem`` for every seed.
 
@@ -453,11 +473,15 @@ def replay(
       record_paths: record central and worker trajectories (default: for d ≤ 2).
       progress: show a progress bar (None: only on a terminal or in a notebook).
       config: stored with the result.
+      unroll: events per iteration of the compiled loop (default 1); a speed setting:
+        every event does the same arithmetic (on a CPU the same bits; an accelerator may
+        fuse unrolled events differently, to float rounding).
 
     Returns:
       A :class:`Result`.
     """
     rule, problem, traces = _checked_inputs(rule, problem, traces)
+    unroll = event_unroll(unroll)
     seeds = _check_seeds(seeds)
     check_options(rule, init, record_every)
     plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths)
@@ -468,5 +492,5 @@ def replay(
     with bar:
         out = _replay_batch(rule, problem, plan, seeds, rows,
                             hyperparameter_values(rule, len(seeds)), noise=noise, init=init,
-                            bar=bar)
+                            bar=bar, unroll=unroll)
     return _result(plan, seeds, out, config)

@@ -19,7 +19,14 @@ curvature 0.30, is slow.)
 Work per launch: the seeds of a cell are replayed in launches of ``launch_seeds`` (on a
 CPU the check's 500, so that a cell's check and bar share one compilation — the CPU gains
 nothing from more seeds per launch; on an accelerator all of them, which it needs to be
-busy). Seeds are independent, so the launch size does not change any run.
+busy). Seeds are independent, so the launch size does not change any run. With
+``merge_check`` (the default on an accelerator) a bar cell is one replay of all its runs
+over twice the budget, recording the loss and the centre's x at the budget and at twice
+the budget: the bar reads the first record, the convergence check the first
+``check_runs`` seeds. That is the same arithmetic for every seed as a bar replay plus a
+separate check replay, so the same counts; it costs the doubled budget on every seed (a
+CPU pays for that) but takes a third fewer sequential steps than two replays, which is
+what a launch-bound accelerator waits on.
 
 Budget: in local steps per worker (λ · rounds), the same for every λ. It is larger for
 few workers, whose slowest runs creep along the line x ≈ 0⁺ for a long time. Convergence
@@ -30,6 +37,8 @@ loss at the budget and at twice the budget; the change of every cell is reported
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -61,9 +70,18 @@ class Config:
       runs: runs (seeds 0 … runs − 1) per bar.
       check_runs: runs (seeds 0 … check_runs − 1) replayed with twice the budget.
       success_loss: a run succeeds when its final central loss is below this.
-      threads: cells replayed at once (the numbers do not depend on it).
+      threads: cells replayed at once (None: 2 on a CPU, where each replay keeps about
+        one core busy; on an accelerator one per host core, up to one per cell, so that
+        the cells' compilations run in parallel and their launches overlap). The numbers
+        do not depend on it.
       launch_seeds: seeds per replay call (None: ``check_runs`` on a CPU, ``runs`` on an
         accelerator).
+      merge_check: replay a bar cell's runs over twice the budget in one launch and read
+        the convergence check from its first ``check_runs`` seeds (None: on an
+        accelerator). The counts do not depend on it.
+      unroll: events per iteration of the replay's compiled loop (None: 1 on a CPU,
+        where unrolling gains nothing; 8 on an accelerator, where every iteration costs
+        kernel launches). The same arithmetic per event (on a CPU the same bits).
     """
 
     workers: tuple[int, ...] = tuple(range(1, 11))
@@ -77,8 +95,10 @@ class Config:
     runs: int = 10_000
     check_runs: int = 500
     success_loss: float = 0.1
-    threads: int = 2
+    threads: int | None = None
     launch_seeds: int | None = None
+    merge_check: bool | None = None
+    unroll: int | None = None
 
     @classmethod
     def quick(cls) -> Config:
@@ -99,13 +119,21 @@ def wilson(successes, runs, z: float = 1.959964):
     return centre - half, centre + half
 
 
+@functools.lru_cache(maxsize=1)
+def _beale_recording_x():
+    """Beale, also recording the centre's x at every record (the merged replay's valley
+    test needs it at the budget, where the run does not end)."""
+    return get_problem("beale")._replace(evaluate=lambda center: {"x": center[0]})
+
+
 def _replay(config, problem, n, lam, steps, seeds, records):
     rule = make_rule("model_averaging", learning_rate=config.learning_rate, local_steps=lam)
     rounds = steps // lam
     trace = simulate_sync(Cluster(workers=n), local_steps=lam, rounds=rounds)
     return replay(rule, problem, trace, seeds=seeds, init="random_per_worker",
                   noise=config.noise, record_paths=False, record_every=rounds // records,
-                  progress=False)  # cells run two at a time: one bar for the study
+                  progress=False,  # cells run several at a time: one bar for the study
+                  unroll=_unroll(config))
 
 
 class _Runs(NamedTuple):
@@ -114,10 +142,22 @@ class _Runs(NamedTuple):
     loss: np.ndarray  # (S, records + 1)
     final_params: np.ndarray  # (S, 2)
     diverged_at: np.ndarray  # (S,)
+    x: np.ndarray  # (S, records + 1): the centre's x at every record (NaN if not recorded)
 
     @property
     def n_seeds(self) -> int:
         return self.loss.shape[0]
+
+
+class _Cell(NamedTuple):
+    """A cell's answer: the check's successes at 1× and 2× the budget, and every run's
+    final loss, overflow and valley flag (``valley`` None where the final centre is not
+    known)."""
+
+    check_ok: np.ndarray  # (check_runs, 2) bool
+    final: np.ndarray  # (S,)
+    diverged: np.ndarray  # (S,) bool
+    valley: np.ndarray | None  # (S,) bool
 
 
 def _launch_seeds(config) -> int:
@@ -130,9 +170,63 @@ def _replay_seeds(config, problem, n, lam, steps, seeds, records) -> _Runs:
     """:func:`_replay` over ``seeds`` in launches of ``_launch_seeds(config)``."""
     seeds = list(seeds)
     size = _launch_seeds(config)
-    parts = [_replay(config, problem, n, lam, steps, seeds[i:i + size], records)
-             for i in range(0, len(seeds), size)]
+    parts = []
+    for i in range(0, len(seeds), size):
+        r = _replay(config, problem, n, lam, steps, seeds[i:i + size], records)
+        x = r.metrics["x"] if r.metrics else np.full_like(r.loss, np.nan)
+        parts.append(_Runs(r.loss, r.final_params, r.diverged_at, x))
     return _Runs(*(np.concatenate([getattr(r, f) for r in parts]) for f in _Runs._fields))
+
+
+def _threads(config, cells: int) -> int:
+    if config.threads is not None:
+        return int(config.threads)
+    if jax.default_backend() == "cpu":
+        return 2
+    return max(1, min(cells, os.cpu_count() or 1))
+
+
+def _unroll(config) -> int:
+    if config.unroll is not None:
+        return int(config.unroll)
+    return 1 if jax.default_backend() == "cpu" else ACCELERATOR_UNROLL
+
+
+#: events per loop iteration on an accelerator (``benchmarks/replay.py``, row (h))
+ACCELERATOR_UNROLL = 8
+
+
+def _merge_check(config) -> bool:
+    if config.merge_check is not None:
+        return bool(config.merge_check)
+    return jax.default_backend() != "cpu"
+
+
+def _replay_cell(config, problem, lam, n) -> _Cell:
+    """One (λ, n) cell: the convergence check on the first ``check_runs`` seeds and, for
+    a bar λ, the bar's ``runs`` seeds (see the module's docstring)."""
+    steps = config.budget_for(n)
+    has_bar = lam in config.bar_local_steps and config.runs > config.check_runs
+    if has_bar and _merge_check(config):
+        # every run over twice the budget, recorded at 1× and 2×; the bar reads 1×
+        both = _replay_seeds(config, _beale_recording_x(), n, lam, 2 * steps,
+                             range(config.runs), 2)
+        final = both.loss[:, 1]
+        # overflowed by the budget: at one of its first steps // lam rounds (the first
+        # record's own finiteness test marks the block's last round)
+        diverged = (both.diverged_at >= 0) & (both.diverged_at < steps // lam)
+        return _Cell(both.loss[:config.check_runs, 1:] < config.success_loss, final,
+                     diverged, np.isfinite(final) & (both.x[:, 1] < 0))
+    # twice the budget on the first check_runs seeds, loss recorded at 1× and 2×
+    check = _replay_seeds(config, problem, n, lam, 2 * steps, range(config.check_runs), 2)
+    check_ok = check.loss[:, 1:] < config.success_loss
+    if not has_bar:
+        final = check.loss[:, 1]
+        return _Cell(check_ok, final, ~np.isfinite(final), None)
+    bar = _replay_seeds(config, problem, n, lam, steps, range(config.runs), 1)
+    final = bar.loss[:, -1]
+    return _Cell(check_ok, final, bar.diverged_at >= 0,
+                 np.isfinite(final) & (bar.final_params[:, 0] < 0))
 
 
 def run(config: Config = Config(), progress=None) -> dict:
@@ -156,41 +250,24 @@ def run(config: Config = Config(), progress=None) -> dict:
 
     def replay_cell(cell):
         lam, n = cell
-        steps = config.budget_for(n)
-        # twice the budget on the first check_runs seeds, loss recorded at 1× and 2×
-        check = _replay_seeds(config, problem, n, lam, 2 * steps, range(config.check_runs), 2)
-        bar = None
-        if lam in config.bar_local_steps and config.runs > config.check_runs:
-            bar = _replay_seeds(config, problem, n, lam, steps, range(config.runs), 1)
-        return check, bar
+        return _replay_cell(config, problem, lam, n)
 
-    # Two cells at a time: XLA keeps both cores busy only for the large cells, and the
-    # cells are independent (each seed's numbers do not depend on what else runs).
-    with ThreadPoolExecutor(max_workers=config.threads) as pool, progress_bar(
+    # Several cells at a time (two on a CPU: XLA keeps both cores busy only for the large
+    # cells); the cells are independent (each seed's numbers do not depend on what else
+    # runs).
+    with ThreadPoolExecutor(max_workers=_threads(config, len(cells))) as pool, progress_bar(
             total=len(cells), desc="model averaging Monte Carlo",
             progress=progress) as bar_:
         futures = [pool.submit(replay_cell, cell) for cell in cells]
         for (lam, n), future in zip(cells, futures, strict=True):
-            check, result = future.result()
+            cell = future.result()
             bar_.update()
             i, j = lams.index(lam), workers.index(n)
-            ok = check.loss[:, 1:] < config.success_loss
-            check_at_budget[i, j], check_at_double[i, j] = ok.mean(axis=0)
-            if result is not None:
-                final = result.loss[:, -1]
-                center = result.final_params
-            else:
-                result = check
-                final = check.loss[:, 1]
-                center = None
-            runs[i, j] = result.n_seeds
-            success[i, j] = int(np.sum(final < config.success_loss))
-            diverged[i, j] = int(np.sum(result.diverged_at >= 0)) if center is not None else \
-                int(np.sum(~np.isfinite(final)))
-            if center is not None:
-                valley[i, j] = int(np.sum(np.isfinite(final) & (center[:, 0] < 0)))
-            else:
-                valley[i, j] = -1
+            check_at_budget[i, j], check_at_double[i, j] = cell.check_ok.mean(axis=0)
+            runs[i, j] = cell.final.shape[0]
+            success[i, j] = int(np.sum(cell.final < config.success_loss))
+            diverged[i, j] = int(np.sum(cell.diverged))
+            valley[i, j] = -1 if cell.valley is None else int(np.sum(cell.valley))
     probability = success / runs
     low, high = wilson(success, runs)
     change = check_at_double - check_at_budget
