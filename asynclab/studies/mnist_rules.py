@@ -39,8 +39,7 @@ from ..cluster import Cluster, ComputeTime, simulate_async
 from ..engine import replay
 from ..engine._metrics import first_reached, temporal_efficiency
 from ..problems import Problem, get_problem
-from ..rules import make_rule
-from ..rules._base import WorkerState
+from ..rules import WorkerState, make_rule
 
 RULES = ("downpour", "dynsgd", "aeasgd", "agn", "adag")
 
