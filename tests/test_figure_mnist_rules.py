@@ -1,12 +1,15 @@
 """The MNIST rules figure builds, its measures agree with numpy oracles, and the claims
 reported in figures/notes/mnist_rules.md hold in the committed full data."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from asynclab import studies
+from asynclab import ConfigError, studies
 from asynclab.figures import load_figure
+from asynclab.studies import mnist_rules
 
 SAVED = Path(__file__).resolve().parents[1] / "figures" / "data" / "mnist_rules.npz"
 
@@ -153,3 +156,14 @@ def test_mnist_rules_claims_in_the_committed_full_data():
     for lam in config["windows"]:
         scale, tau = data[f"probe_scale_{lam}"], data[f"probe_staleness_{lam}"]
         assert scale[tau >= 20].mean() < scale[tau < 5].mean() - 0.1
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"rules": ("agn", "adag")}, "rules"),
+    ({"gradient_steps": 1000}, "gradient_steps"),
+    ({"probe_commits": 0}, "probe_commits"),
+])
+def test_mnist_rules_refuses_a_configuration_it_cannot_measure(change, field):
+    config = dataclasses.replace(mnist_rules.Config.quick(), **change)
+    with pytest.raises(ConfigError, match=field):
+        mnist_rules.run(config)

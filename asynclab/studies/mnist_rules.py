@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .._errors import ConfigError
 from .._oracle import Oracle
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async
@@ -238,8 +239,22 @@ def adag_scales(config: Config, local_steps: int) -> dict:
             "loss": result.loss}                                 # (seeds, commits + 1)
 
 
+def check(config: Config) -> None:
+    """Refuse a configuration the study cannot measure, naming the field."""
+    if "downpour" not in config.rules:
+        raise ConfigError("rules: the study measures temporal efficiency against DOWNPOUR; "
+                          "include 'downpour'")
+    for lam in config.windows:
+        if config.gradient_steps % (lam * config.records):
+            raise ConfigError(f"gradient_steps ({config.gradient_steps}) must be a multiple "
+                              f"of λ · records ({lam} · {config.records}) for every λ")
+    if config.probe_commits < 1 or config.probe_seeds < 1:
+        raise ConfigError("probe_commits and probe_seeds must be >= 1")
+
+
 def run(config: Config = Config(), progress=None) -> dict:
     """Every rule in every (n, λ) cell, the derived measures, and ADAG's scale factors."""
+    check(config)
     data = _grid(config, progress)
     data.update(_derived(config, data))
     data.update({"rules": np.array(config.rules), "workers": np.array(config.workers),
