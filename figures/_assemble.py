@@ -7,7 +7,8 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 ORDER = ["staleness", "straggler", "implicit_momentum", "momentum_tuning",
-         "model_averaging_paths", "model_averaging_mc", "easgd", "agn", "real_cluster", "scaling"]
+         "model_averaging_paths", "model_averaging_mc", "easgd", "agn", "real_cluster",
+         "mnist_rules", "scaling"]
 
 HEADER = """# Figures
 

@@ -262,6 +262,8 @@ def test_dynsgd_and_adag_stay_finite_where_downpour_diverges():
         ("dc_asgd", {"kappa": -0.1}, "kappa"),
         ("gap_aware", {"decay": 1.0}, "decay"),
         ("diloco", {"inner": "lbfgs"}, "inner"),
+        ("agn", {"inner": "adamw"}, "inner"),
+        ("adag", {"inner": "adam", "worker_momentum": 0.9}, "worker_momentum"),
         ("diloco", {"outer_momentum": 1.0}, "outer_momentum"),
         ("post_local_sgd", {"warmup_rounds": -1}, "warmup_rounds"),
         ("mixed", {"between": "easgd"}, "between"),

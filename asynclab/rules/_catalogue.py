@@ -51,6 +51,7 @@ from ._parts import (
     start_at_center,
     synchronous,
     traced,
+    worker_optimizer,
     worker_sgd,
 )
 
@@ -64,9 +65,9 @@ class _Common(NamedTuple):
 
 
 def _common(name, learning_rate, local_steps, worker_momentum=0.0, server_momentum_=None,
-            nesterov=False) -> _Common:
+            nesterov=False, inner="sgd") -> _Common:
     """The checked common hyperparameters; ``server_momentum_=None`` for rules without a
-    server update to put momentum on."""
+    server update to put momentum on; ``inner`` names the inner optimizer (sgd, adam)."""
     learning_rate = check_positive(name, "learning_rate", learning_rate)
     local_steps = check_count(name, "local_steps", local_steps)
     worker_momentum = check_momentum(name, "worker_momentum", worker_momentum)
@@ -77,8 +78,8 @@ def _common(name, learning_rate, local_steps, worker_momentum=0.0, server_moment
         server_momentum_ = check_momentum(name, "server_momentum", server_momentum_)
         outer = server_momentum(server_momentum_)
         hp["server_momentum"] = server_momentum_
-    return _Common(learning_rate, local_steps, worker_sgd(learning_rate, worker_momentum,
-                                                          nesterov), outer, hp)
+    optimizer = worker_optimizer(name, inner, learning_rate, worker_momentum, nesterov)
+    return _Common(learning_rate, local_steps, optimizer, outer, hp)
 
 
 def _reset_rule(name, c: _Common, commit, apply, init_extra=None, **extra_hp):
@@ -94,15 +95,15 @@ def _reset_rule(name, c: _Common, commit, apply, init_extra=None, **extra_hp):
 @declare("async",
          "one worker, plain SGD: the reference every rule reduces to",
          "Robbins & Monro 1951",
-         static=("local_steps",))
+         static=("local_steps", "inner"))
 def sequential_sgd(learning_rate: float, local_steps: int = 1,
-                   worker_momentum: float = 0.0) -> AsynchronousRule:
+                   worker_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
     """Sequential SGD, the reference: one worker, θ ← θ − η g, no server arithmetic.
 
     Run it on a one-worker cluster; each event of its trace is ``local_steps`` SGD steps,
     after which the recorded centre is the worker's parameters.
     """
-    c = _common("sequential_sgd", learning_rate, local_steps, worker_momentum)
+    c = _common("sequential_sgd", learning_rate, local_steps, worker_momentum, inner=inner)
     return asynchronous("sequential_sgd", inner=c.inner, local_steps=c.local_steps,
                         commit=parameters, apply=replace, pull=keep_params,
                         hyperparameters=c.hyperparameters)
@@ -111,51 +112,56 @@ def sequential_sgd(learning_rate: float, local_steps: int = 1,
 @declare("async",
          "commit the accumulated step, add it, reset to the centre",
          "Dean et al., NIPS 2012",
-         static=("local_steps",))
+         static=("local_steps", "inner"))
 def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-             server_momentum: float = 0.0) -> AsynchronousRule:
+             server_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
     """DOWNPOUR (Dean et al. 2012): Δ = a; θ̃ ← θ̃ + Δ; θᵏ ← θ̃.
 
-    With ``local_steps = 1`` this is plain asynchronous SGD.
+    With ``local_steps = 1`` this is plain asynchronous SGD. ``inner="adam"`` makes the
+    local work λ Adam steps (the worker keeps its moments across pulls).
 
     References:
       Dean et al., "Large Scale Distributed Deep Networks", NIPS 2012.
     """
-    c = _common("downpour", learning_rate, local_steps, worker_momentum, server_momentum)
+    c = _common("downpour", learning_rate, local_steps, worker_momentum, server_momentum,
+                inner=inner)
     return _reset_rule("downpour", c, accumulated_step, add)
 
 
 @declare("async",
          "DOWNPOUR with the commit scaled by 1/(τ+1)",
          "Jiang et al., SIGMOD 2017",
-         static=("local_steps",))
+         static=("local_steps", "inner"))
 def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-           server_momentum: float = 0.0) -> AsynchronousRule:
+           server_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
     """DynSGD (Jiang et al. 2017): Δ = a; θ̃ ← θ̃ + Δ / (τ + 1); θᵏ ← θ̃."""
-    c = _common("dynsgd", learning_rate, local_steps, worker_momentum, server_momentum)
+    c = _common("dynsgd", learning_rate, local_steps, worker_momentum, server_momentum,
+                inner=inner)
     return _reset_rule("dynsgd", c, accumulated_step, staleness_scaled(lambda t: 1.0 / (t + 1.0)))
 
 
 @declare("async",
          "accumulated gradient normalisation: commit a/λ",
          "Hermans, ACML 2017",
-         static=("local_steps",))
+         static=("local_steps", "inner"))
 def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-        server_momentum: float = 0.0) -> AsynchronousRule:
+        server_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
     """AGN, accumulated gradient normalisation (Hermans 2017): Δ = a / λ; θ̃ ← θ̃ + Δ.
 
     With λ = 1 it is DOWNPOUR. The thesis's heuristic: λ ≈ (n + number of layers) / 2.
     """
-    c = _common("agn", learning_rate, local_steps, worker_momentum, server_momentum)
+    c = _common("agn", learning_rate, local_steps, worker_momentum, server_momentum,
+                inner=inner)
     return _reset_rule("agn", c, normalised_step(c.local_steps), add)
 
 
 @declare("async",
          "AGN scaled per weight by 1/(γ⁻¹(θ̃−θ̃_pull)²+1)",
          "Hermans 2017 (thesis), ch. 4",
-         static=("local_steps", "norm"))
+         static=("local_steps", "norm", "inner"))
 def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: bool = False,
-         worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
+         worker_momentum: float = 0.0, server_momentum: float = 0.0,
+         inner: str = "sgd") -> AsynchronousRule:
     """ADAG (Hermans 2017, ch. 4): AGN's Δ = a / λ scaled per weight by the distance
     the centre moved since the worker pulled: θ̃ ← θ̃ + Δ ⊙ 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1).
 
@@ -163,7 +169,8 @@ def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: 
       gamma: γ > 0; γ → ∞ recovers AGN. The thesis used 1e-4.
       norm: use the scalar ‖θ̃ − θ̃_pull‖² instead of the element-wise square.
     """
-    c = _common("adag", learning_rate, local_steps, worker_momentum, server_momentum)
+    c = _common("adag", learning_rate, local_steps, worker_momentum, server_momentum,
+                inner=inner)
     gamma = check_positive("adag", "gamma", gamma)
     norm = check_flag("adag", "norm", norm)
     return _reset_rule("adag", c, normalised_step(c.local_steps), distance_scaled(gamma, norm),
@@ -230,15 +237,15 @@ def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
 @declare("async",
          "asynchronous EASGD: elastic exchange α(θᵏ−θ̃), no reset",
          "Zhang, Choromanska, LeCun, NIPS 2015",
-         static=("local_steps",))
+         static=("local_steps", "inner"))
 def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
-           worker_momentum: float = 0.0) -> AsynchronousRule:
+           worker_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
     """Asynchronous EASGD (Zhang, Choromanska, LeCun 2015).
 
     Every λ local steps the worker reads θ̃, E = α (θᵏ − θ̃) with α = ηρ; θᵏ ← θᵏ − E and
     θ̃ ← θ̃ + E. The worker does not reset. dist-keras defaults: ρ = 5, η = 0.01, λ = 32.
     """
-    c = _common("aeasgd", learning_rate, local_steps, worker_momentum)
+    c = _common("aeasgd", learning_rate, local_steps, worker_momentum, inner=inner)
     return _elastic("aeasgd", c, elasticity)
 
 

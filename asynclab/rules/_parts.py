@@ -137,6 +137,29 @@ def worker_sgd(learning_rate: float, momentum: float = 0.0,
     return optax.sgd(learning_rate, momentum=momentum, nesterov=nesterov)
 
 
+#: the inner optimizers the asynchronous rules take by name (``inner=``)
+INNER_OPTIMIZERS = ("sgd", "adam")
+
+
+def worker_optimizer(rule: str, inner: str, learning_rate, momentum=0.0,
+                     nesterov: bool = False) -> optax.GradientTransformation:
+    """The inner optimizer named ``inner``: ``"sgd"`` (:func:`worker_sgd`, with the worker
+    momentum) or ``"adam"`` (``optax.adam(learning_rate)``, Kingma & Ba's defaults β₁ = 0.9,
+    β₂ = 0.999, ε = 1e-8). Its state belongs to the worker and survives pulls.
+
+    Adam keeps its own moments, so a (concrete) nonzero worker momentum is refused with it.
+    """
+    if inner == "sgd":
+        return worker_sgd(learning_rate, momentum, nesterov)
+    if inner == "adam":
+        if not traced(momentum) and momentum:
+            raise ConfigError(f"{rule}: worker_momentum needs inner='sgd' (Adam keeps its "
+                              f"own moments), got worker_momentum={momentum!r}")
+        return optax.adam(learning_rate)
+    raise ConfigError(f"{rule}: inner must be one of {', '.join(INNER_OPTIMIZERS)}, "
+                      f"got {inner!r}")
+
+
 class Outer(NamedTuple):
     """A server-side update of the centre: ``init(center) -> state`` and
     ``step(center, proposed, state) -> (new centre, state)``."""
