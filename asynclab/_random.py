@@ -17,7 +17,9 @@ Why not another of JAX's generators: ``jax.random.key(seed, impl="philox2x32")``
 bulk normals about 2.4× faster than stock Threefry on a CPU, but inside the replay, where
 short parameter vectors draw a few numbers per step, it runs 1.2–15× slower than this
 fused copy (2.2× on the Monte-Carlo studies' model averaging; ``benchmarks/replay.py``,
-row (e)); a seed therefore means JAX's default Threefry-2x32 stream.
+row (e)); a seed therefore means JAX's default Threefry-2x32 stream. On a GPU the
+picture turns: ``jax.random``'s own Threefry (the same bits) is faster than this copy
+there, so the copy is used only when JAX's default backend is the CPU (:data:`FUSE`).
 """
 
 from __future__ import annotations
@@ -53,9 +55,21 @@ def threefry2x32(k0, k1, x0, x1):
     return x0, x1
 
 
+#: Where the fused copy is used: ``None`` means on a CPU (JAX's default backend) only.
+#: On a GPU ``jax.random``'s own Threefry is 1.7–2.3× faster inside the replay
+#: (``benchmarks/replay.py``, row (e), one H200) and it is the same stream, so the
+#: numbers do not depend on the choice. ``True``/``False`` force it (tests do).
+FUSE: bool | None = None
+
+
+def _fused_here() -> bool:
+    return jax.default_backend() == "cpu" if FUSE is None else bool(FUSE)
+
+
 def _fast(key, dtype=jnp.float32) -> bool:
     return (
-        jax.config.jax_threefry_partitionable
+        _fused_here()
+        and jax.config.jax_threefry_partitionable
         and jnp.dtype(dtype) == jnp.float32
         and str(jax.random.key_impl(key)) == "threefry2x32"
     )

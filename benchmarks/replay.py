@@ -21,9 +21,10 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
 (c) replay  the same with SEEDS_C seeds vmapped; replica-updates/s = seeds × commits / s.
 (d) simpy   ``simulate_async`` events/s beside a bare SimPy loop of timeouts.
 (e) rng     the replay of (c) (and of λ = 4, and of the Monte-Carlo study's model
-            averaging, n = 10) with the seed's generator as asynclab computes it (Threefry
-            fused with the gradient) beside JAX's own ``threefry2x32`` and ``philox2x32``
-            through ``jax.random``; each variant in a fresh process. Worker-steps/s.
+            averaging, n = 10) with asynclab's copy of Threefry fused with the gradient
+            (its default on a CPU) beside JAX's own ``threefry2x32`` (the same bits; the
+            default elsewhere) and ``philox2x32`` through ``jax.random``; each variant in a
+            fresh process. Worker-steps/s.
 (f) seeds   the replay of (c) (Beale, n = 16) with more and more seeds:
             replica-updates/s against the number of seeds in one launch.
 (g) mc      ``asynclab.studies.model_averaging_mc.run`` (the figure's whole study; the
@@ -252,7 +253,9 @@ def generator_child(variant: str, quick: bool) -> dict:
     if variant == "philox2x32":
         jax.config.update("jax_default_prng_impl", "philox2x32")
     elif variant == "threefry2x32":
-        _random._fast = lambda *args, **kwargs: False  # every draw through jax.random
+        _random.FUSE = False  # every draw through jax.random
+    else:
+        _random.FUSE = True  # the fused copy, whatever the platform
     seeds = range(100 if quick else 1000)
     commits = 500 if quick else 5000
     problem = asynclab.problems.beale()

@@ -61,3 +61,17 @@ def test_cli_threads_backend_reports_the_real_run():
         [sys.executable, "-m", "asynclab.cli", "run", "--backend", "threads", "--devices", "3",
          "--commits", "10"], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 2 and "--simulate-devices" in proc.stderr
+
+
+def test_predicted_staleness_refuses_a_run_where_a_worker_never_committed():
+    # three workers, but worker 2 made none of the four commits: its compute time is unknown
+    from asynclab.backends import ThreadsRun, predicted_staleness
+    from asynclab.cluster import Trace
+
+    trace = Trace(time=np.arange(1.0, 5.0), worker=np.array([0, 1, 0, 1], np.int32),
+                  pulled_clock=np.zeros(4, np.int32), staleness=np.arange(4, dtype=np.int32),
+                  n_workers=3, local_steps=1)
+    run = ThreadsRun(trace=trace, final_params=np.zeros(2), center_path=None,
+                     local_time=np.ones(4), wall_time=4.0)
+    with pytest.raises(ConfigError, match=r"worker\(s\) \[2\] never committed"):
+        predicted_staleness(run)

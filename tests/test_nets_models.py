@@ -120,16 +120,22 @@ def test_mlp_forward_and_gradient_against_numpy():
                 np.testing.assert_allclose(grads[name][part][where], fd, rtol=2e-3, atol=2e-5)
 
 
+# full float32 products (GPUs default to TF32), like the models themselves
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
 def _lax_cnn(params, x, channels):
     # an independent forward pass with XLA's convolution and reduce_window pooling
     z = x
     for i in range(channels):
         layer = params[f"conv{i}"]
         z = jax.lax.conv_general_dilated(z, layer["w"], (1, 1), "SAME",
-                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                         precision=HIGHEST)
         z = jax.nn.relu(z + layer["b"][None, None, None, :])
         z = jax.lax.reduce_window(z, 0.0, jax.lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4
-    return z.reshape(z.shape[0], -1) @ params["dense"]["w"] + params["dense"]["b"][None, :]
+    return (jnp.matmul(z.reshape(z.shape[0], -1), params["dense"]["w"], precision=HIGHEST)
+            + params["dense"]["b"][None, :])
 
 
 @pytest.mark.parametrize("shape", [(8, 8, 1), (7, 9, 2)])

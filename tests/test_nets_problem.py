@@ -47,8 +47,10 @@ def test_replay_equals_a_plain_sgd_loop_on_the_same_batches():
     params = jax.tree.map(jnp.asarray, problem.start)
 
     def loss(p, rows):
-        hidden = jax.nn.relu(x[rows] @ p["layer0"]["w"] + p["layer0"]["b"][None])
-        logits = hidden @ p["layer1"]["w"] + p["layer1"]["b"][None]
+        # full float32 products like the models (a GPU's default would be TF32)
+        hidden = jax.nn.relu(jnp.matmul(x[rows], p["layer0"]["w"], precision="highest")
+                             + p["layer0"]["b"][None])
+        logits = jnp.matmul(hidden, p["layer1"]["w"], precision="highest") + p["layer1"]["b"][None]
         return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(rows.size), y[rows]])
 
     for step in range(lam * commits):

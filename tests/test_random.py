@@ -16,6 +16,12 @@ def per_step(key, start, count, shape):
                       for j in range(count)])
 
 
+@pytest.fixture(autouse=True)
+def fused(monkeypatch):
+    """Test the fused copy on every platform (by default a GPU uses jax.random's own)."""
+    monkeypatch.setattr(_random, "FUSE", True)
+
+
 @pytest.mark.parametrize("data", [0, 1, 7, 12345, 2**31 - 1])
 def test_fold_in_is_jax_random_fold_in(data):
     key = jax.random.key(11)

@@ -120,10 +120,14 @@ def run_threads(
     shared = {"server": server, "clock": 0, "stop": False}
     errors: list[BaseException] = []
     start = time.perf_counter()
+    # every worker begins together: on a fast machine the first thread started could
+    # otherwise make all the commits before the last one has started
+    ready = threading.Barrier(n)
 
     def work(k: int) -> None:
         state = states[k]
         try:
+            ready.wait()
             while True:
                 began = time.perf_counter()
                 state = jax.block_until_ready(local(state, keys[k], k))
@@ -142,6 +146,8 @@ def run_threads(
                     if keep_path:
                         centers.append(np.asarray(new_server.center))
                 state = jax.device_put(new_state, devices[k])
+        except threading.BrokenBarrierError:  # stopped before every worker had begun
+            return
         except BaseException as error:  # noqa: BLE001 - re-raised in the caller
             errors.append(error)
 
@@ -157,6 +163,7 @@ def run_threads(
                     t.join(0.1)
         finally:  # on Ctrl-C, the workers stop at their next exchange
             shared["stop"] = True
+            ready.abort()
             for t in threads:
                 t.join(10.0)
     if errors:
@@ -190,6 +197,11 @@ def predicted_staleness(run: ThreadsRun, *, commits: int | None = None, seed: in
     """
     seed = _validate.seed(seed)
     n = run.trace.n_workers
+    counts = np.bincount(run.trace.worker, minlength=n)
+    if not counts.all():
+        idle = np.flatnonzero(counts == 0).tolist()
+        raise ConfigError(f"run: worker(s) {idle} never committed, so their compute times "
+                          "were not measured; give the run more commits")
     means = np.array([run.local_time[run.trace.worker == k].mean() for k in range(n)])
     cv = float(np.std(run.local_time) / np.mean(run.local_time))
     sigma = max(float(np.sqrt(np.log1p(cv * cv))), 1e-3)

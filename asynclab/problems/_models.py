@@ -61,8 +61,14 @@ def _he_normal(key, shapes: list[tuple[int, ...]], fan_ins: list[int]) -> list[A
     return out
 
 
+#: Matrix products in full float32. On GPUs JAX's default multiplies float32 matrices in
+#: TF32 (about 3 significant digits), which would make a run's numbers depend on the
+#: platform; these nets are small enough that the full-precision product costs little.
+PRECISION = jax.lax.Precision.HIGHEST
+
+
 def _dense(layer, x):
-    return x @ layer["w"] + layer["b"][None, :]
+    return jnp.matmul(x, layer["w"], precision=PRECISION) + layer["b"][None, :]
 
 
 def _positive_ints(model: str, name: str, values) -> tuple[int, ...]:
@@ -123,7 +129,7 @@ def _conv3x3(z, w):
     padded = jnp.pad(z, ((0, 0), (1, 1), (1, 1), (0, 0)))
     patches = jnp.concatenate(
         [padded[:, i:i + height, j:j + width, :] for i in range(3) for j in range(3)], axis=-1)
-    return patches @ w.reshape(9 * depth, -1)
+    return jnp.matmul(patches, w.reshape(9 * depth, -1), precision=PRECISION)
 
 
 def _pool(z):
