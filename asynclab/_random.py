@@ -1,4 +1,5 @@
-"""``fold_in`` and ``normal`` for the replay's inner loop, bit-identical to ``jax.random``.
+"""``fold_in``, ``normal`` and ``uniform`` for the replay's inner loop, bit-identical to
+``jax.random``.
 
 Every local step of every worker draws its gradient noise from
 ``normal(fold_in(key, step), shape)``. ``jax.random`` computes the Threefry-2x32 hash
@@ -100,6 +101,18 @@ def normal(key, shape=(), dtype=jnp.float32):
     count = lax.iota(_U32, math.prod(shape)).reshape(shape)
     y0, y1 = threefry2x32(raw[0], raw[1], jnp.zeros(shape, _U32), count)
     return _normal_from_bits(y0 ^ y1)
+
+
+def uniform(key, shape=()):
+    """``jax.random.uniform(key, shape)`` (float32 on [0, 1)) for a scalar key."""
+    shape = tuple(shape)
+    if not _fast(key) or math.prod(shape) >= 2**32:
+        return jax.random.uniform(key, shape, jnp.float32)
+    raw = jax.random.key_data(key)
+    count = lax.iota(_U32, math.prod(shape)).reshape(shape)
+    y0, y1 = threefry2x32(raw[0], raw[1], jnp.zeros(shape, _U32), count)
+    one = lax.bitcast_convert_type(((y0 ^ y1) >> _U32(9)) | _U32(0x3F800000), jnp.float32)
+    return lax.max(np.float32(0), (one - np.float32(1)) * np.float32(1) + np.float32(0))
 
 
 def _normal_from_bits(bits):

@@ -7,6 +7,11 @@ over the same C batches (the ones the replay's workers read, in commit order). R
 are gradient evaluations per second, compile time excluded (each is called once to
 compile, then timed, best of R calls).
 
+Beside the rates, the arithmetic: XLA's own FLOP count of one gradient step (its cost
+analysis of the plain loop's step), the FLOP rate each row reaches, and the rate of a
+large float32 matrix product on the same machine (the most this CPU gives a JAX
+program), so a target that would need more than that shows it in numbers.
+
     python benchmarks/nets.py            # 2,000 commits, 1 and 32 seeds
     python benchmarks/nets.py --quick    # 200 commits, 1 and 8 seeds
 """
@@ -14,6 +19,7 @@ compile, then timed, best of R calls).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -37,6 +43,14 @@ def best_of(fn, repeats):
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def matmul_flops_per_second(size=2048, repeats=5):
+    """The float32 rate of a ``size``² matrix product under ``jax.jit`` (best of ``repeats``)."""
+    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
+    product = jax.jit(lambda x, y: x @ y)
+    seconds = best_of(lambda: jax.block_until_ready(product(a, a)), repeats)
+    return 2 * size ** 3 / seconds
 
 
 def main(argv=None):
@@ -80,23 +94,46 @@ def main(argv=None):
         return jax.lax.scan(step, params, rows)[0]
 
     start = jax.tree.map(jnp.asarray, problem.start)
+    step_cost = jax.jit(lambda p, r: jax.tree.map(lambda a, b: a - lr * b, p,
+                                                  grad(p, x[r], y[r]))).lower(
+        start, rows[0]).compile().cost_analysis()
+    step_cost = step_cost[0] if isinstance(step_cost, list) else step_cost
+    flops = float(step_cost["flops"])  # one gradient evaluation and its SGD update
 
+    load_before = os.getloadavg()
+    peak = matmul_flops_per_second()
     t_plain = best_of(lambda: jax.block_until_ready(plain(start, rows)), args.repeats)
     t_one = best_of(lambda: run([0]), args.repeats)
     t_many = best_of(lambda: run(list(range(many))), args.repeats)
     rate_plain = commits / t_plain
     rate_one = commits / t_one
     rate_many = many * commits / t_many
+    peak_after = matmul_flops_per_second()
+    load_after = os.getloadavg()
     print(f"MNIST-5k MLP 784-256-10, batch {batch}, DOWNPOUR n={n} λ=1, {commits} commits; "
           f"best of {args.repeats} (the plain loop is sequential: same batches, no staleness)")
-    print(f"{'what':<34}{'seconds':>10}{'grads/s':>12}{'ratio':>9}")
-    print(f"{'plain jit SGD loop, 1 run':<34}{t_plain:>10.3f}{rate_plain:>12.0f}{1.0:>9.2f}")
-    print(f"{'asynclab replay, 1 seed':<34}{t_one:>10.3f}{rate_one:>12.0f}"
-          f"{rate_one / rate_plain:>9.2f}")
-    print(f"{f'asynclab replay, {many} seeds':<34}{t_many:>10.3f}{rate_many:>12.0f}"
-          f"{rate_many / rate_plain:>9.2f}")
+    print(f"load average (1, 5, 15 min): before {_load(load_before)}, after "
+          f"{_load(load_after)}; {os.cpu_count()} CPU(s)")
+    print(f"{'what':<34}{'seconds':>10}{'grads/s':>12}{'ratio':>9}{'GFLOP/s':>10}")
+    for what, seconds, rate in (("plain jit SGD loop, 1 run", t_plain, rate_plain),
+                                ("asynclab replay, 1 seed", t_one, rate_one),
+                                (f"asynclab replay, {many} seeds", t_many, rate_many)):
+        print(f"{what:<34}{seconds:>10.3f}{rate:>12.0f}{rate / rate_plain:>9.2f}"
+              f"{rate * flops / 1e9:>10.1f}")
     print(f"{many} seeds / 1 seed rate: {rate_many / rate_one:.2f}x "
           f"(targets: 1 seed >= 0.5x plain; {many} seeds >= 8x one seed)")
+    best = max(peak, peak_after, rate_plain * flops)  # the most this machine showed here
+    print(f"one gradient step: {flops / 1e6:.1f} MFLOP (XLA's count); a 2048² float32 "
+          f"matmul here: {peak / 1e9:.0f} GFLOP/s before, {peak_after / 1e9:.0f} after")
+    need = 8 * max(rate_one, 0.5 * rate_plain) * flops
+    print(f"{many} seeds at 8x the rate of one seed that meets its own target (>= 0.5x "
+          f"plain) need >= {need / 1e9:.0f} GFLOP/s of gradient arithmetic alone: "
+          f"{need / best:.1f}x the best rate measured in this run "
+          f"({best / 1e9:.0f} GFLOP/s)")
+
+
+def _load(values):
+    return ", ".join(f"{v:.1f}" for v in values)
 
 
 if __name__ == "__main__":

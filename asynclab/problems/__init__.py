@@ -45,6 +45,11 @@ def get_problem(name: str, **options) -> Problem:
         raise ConfigError(
             f"unknown problem {name!r}; available: {', '.join(sorted(PROBLEMS))}"
         )
+    if name not in DATA_PROBLEMS:
+        for field in ("model", "batch_size", "shards"):
+            if field in options:
+                raise ConfigError(f"{field} applies to the data problems "
+                                  f"({', '.join(DATA_PROBLEMS)}), not to {name!r}")
     return _built(name, tuple(sorted(options.items())))
 
 

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _random
 from .._errors import ConfigError
 
 SHARDINGS = ("iid", "class", "dirichlet")
@@ -136,7 +137,7 @@ def _epoch_order(worker_key, epoch, length, longest: int):
     ``length`` may be traced: it is the argsort of ``longest`` uniform draws with the
     entries at positions ``>= length`` pushed to the end.
     """
-    u = jax.random.uniform(jax.random.fold_in(worker_key, epoch), (longest,))
+    u = _random.uniform(_random.fold_in(worker_key, epoch), (longest,))
     return jnp.argsort(jnp.where(jnp.arange(longest) < length, u, 2.0))
 
 
@@ -168,7 +169,7 @@ def batch_indices(index, lengths, key, worker, step, batch_size: int,
     index = jnp.asarray(index)
     length = jnp.asarray(lengths)[worker]
     longest = index.shape[1]
-    worker_key = jax.random.fold_in(key, worker)
+    worker_key = _random.fold_in(key, worker)
     if replace:
         positions = jax.random.randint(jax.random.fold_in(worker_key, step), (batch_size,),
                                        0, length)
@@ -176,9 +177,12 @@ def batch_indices(index, lengths, key, worker, step, batch_size: int,
     stream = jnp.asarray(step, jnp.int32) * batch_size + jnp.arange(batch_size, dtype=jnp.int32)
     epoch, offset = stream // length, stream % length
     first = epoch[0]
-    # a batch spans at most two epochs when batch_size <= length
-    orders = [_epoch_order(worker_key, e, length, longest) for e in (first, first + 1)]
-    positions = jnp.where(epoch == first, orders[0][offset], orders[1][offset])
+    # a batch spans at most two epochs when batch_size <= length; the next epoch's order
+    # is drawn only when this batch reaches into it
+    order = _epoch_order(worker_key, first, length, longest)
+    following = jax.lax.cond(epoch[-1] == first, lambda: order,
+                             lambda: _epoch_order(worker_key, first + 1, length, longest))
+    positions = jnp.where(epoch == first, order[offset], following[offset])
     return index[worker, positions]
 
 

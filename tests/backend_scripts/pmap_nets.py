@@ -1,6 +1,6 @@
 """Child process of tests/test_backend_pmap.py: a net problem (digits, MLP, mini-batches
 drawn from (seed, worker, step)) on the pmap backend against the replay, on N simulated
-CPU devices. Prints one line ``REPORT {json}``.
+CPU devices: final parameters, loss and the validation metrics. Prints one line ``REPORT {json}``.
 
 Usage: python pmap_nets.py N
 """
@@ -51,6 +51,11 @@ def main():
                 worst = max(worst, float(np.max(np.abs(a - b))))
             np.testing.assert_allclose(ours.loss, want.loss, rtol=RTOL, atol=ATOL,
                                        err_msg="loss")
+            assert ours.metrics is not None and set(ours.metrics) == set(want.metrics)
+            for k, v in want.metrics.items():
+                assert ours.metrics[k].shape == v.shape, (k, ours.metrics[k].shape, v.shape)
+                np.testing.assert_allclose(ours.metrics[k], v, rtol=RTOL, atol=ATOL,
+                                           err_msg=k)
             moved = max(float(np.max(np.abs(np.asarray(a)[0] - np.asarray(b))))
                         for a, b in zip(jax.tree.leaves(want.final_params),
                                         jax.tree.leaves(problem.start), strict=True))
