@@ -2,10 +2,10 @@
 
 import gzip
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+import children
 import numpy as np
 import pytest
 from scipy import special
@@ -59,8 +59,8 @@ def _log(times_per_worker, **extra) -> StepLog:
 def test_threads_run_to_log_to_replay_reproduces_the_run(tmp_path):
     """Real free-running threads -> long CSV -> the simulator replays the same order, the
     same pulls and times, and the engine the same numbers."""
-    proc = subprocess.run([sys.executable, str(SCRIPT), "2", str(tmp_path / "run.csv.gz")],
-                          capture_output=True, text=True, timeout=240)
+    # two simulated CPU devices, also where a GPU is JAX's default platform
+    proc = children.run(SCRIPT, "2", tmp_path / "run.csv.gz", devices=2)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     # "stop": the run ends at the earliest of the workers' last logged commits
