@@ -102,10 +102,11 @@ def test_real_valued_controls_do_not_compile_again(explorer):
 def test_rule_controls_follow_the_rule_declaration(explorer):
     explorer.controls["rule"].value = "adag"
     assert set(explorer.rule_controls) == {"gamma", "norm", "worker_momentum",
-                                           "server_momentum"}
+                                           "server_momentum", "inner"}
     assert explorer.rule_controls["gamma"].value == pytest.approx(1e-4)
+    assert explorer.rule_controls["inner"].value == "sgd"  # the workers' own optimizer
     assert explorer.result.config["rule"] == "adag"
-    assert set(rule_controls("aeasgd")) == {"elasticity", "worker_momentum"}
+    assert set(rule_controls("aeasgd")) == {"elasticity", "worker_momentum", "inner"}
     explorer.controls["rule"].value = "aeasgd"
     assert explorer.controls["local_steps"].value == 32  # the rule's own default λ
 
