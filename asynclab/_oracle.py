@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _random
 
@@ -102,7 +103,7 @@ class NoiseWindow(NamedTuple):
 
 
 def additive_noise(clean: Callable[[Params, jax.Array, jax.Array], Params],
-                   std: float) -> Oracle:
+                   std: float | jax.Array) -> Oracle:
     """``g = clean(params, worker, step) + σ ξ``, ``ξ ~ N(0, I)`` from ``fold_in(key, step)``.
 
     For a short float32 parameter vector (fewer than :data:`WINDOW_BELOW` numbers, more
@@ -112,18 +113,25 @@ def additive_noise(clean: Callable[[Params, jax.Array, jax.Array], Params],
     the innermost axis, and a short parameter axis there makes the per-step draw scalar
     code). Otherwise each step draws its own, which vectorises along a long parameter
     axis by itself.
+
+    ``std`` is σ, a number or a traced float32 scalar (then noise is drawn even where
+    its value is 0).
     """
-    std = float(std)
+    if isinstance(std, int | float | np.integer | np.floating):
+        std = float(std)
+        noisy = std > 0
+    else:  # a traced σ (the replay's, so a new σ needs no new compilation): always draw
+        noisy = True
 
     def sample(params, key, worker, step):
         g = clean(params, worker, step)
-        if std > 0:
+        if noisy:
             g = jax.tree.map(lambda a, e: a + std * e, g, _noise(key, g))
         return g
 
     def prepare(params, key, worker, first_step, count):
         windowed = (
-            std > 0
+            noisy
             and isinstance(params, jax.Array) and params.dtype == jnp.float32
             and 1 < count * params.size and params.size < WINDOW_BELOW
             and _random._fast(key)

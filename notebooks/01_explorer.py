@@ -32,11 +32,11 @@
 # σ² the variance of the Gaussian noise added to every gradient.
 #
 # Speed: after the first compilation, a change of a real-valued control (η, momenta,
-# heterogeneity, the straggler, the compute-time shape) replays and redraws without
+# σ², heterogeneity, the straggler, the compute-time shape) replays and redraws without
 # compiling, for Beale with n = 16 and 2,000 commits in 0.84 s (median) on a shared
 # 2-core machine under heavy load, 0.29 s of CPU time (`python benchmarks/explorer.py`).
-# A new n, rule, budget, number of seeds or σ² compiles once (a few seconds);
-# returning to one already seen is fast again.
+# A new n, rule, budget or number of seeds, or σ² between 0 and > 0, compiles once (a
+# few seconds); returning to one already seen is fast again.
 
 # %% tags=["parameters"]
 import os

@@ -99,6 +99,20 @@ def test_real_valued_controls_do_not_compile_again(explorer):
     assert TRACE_COUNT["chunk"] == before
 
 
+def test_noise_variance_is_a_real_valued_control(explorer):
+    explorer.controls["noise"].value = 1.0  # 0 -> noisy: the one compilation it may take
+    before = TRACE_COUNT["chunk"]
+    spread = []
+    for value in (2.0, 8.0):
+        old = explorer.image.value
+        explorer.controls["noise"].value = value
+        assert explorer.image.value != old
+        assert explorer.result.config["noise"] == value
+        spread.append(np.ptp(explorer.result.final_loss))  # the seeds' losses differ
+    assert TRACE_COUNT["chunk"] == before
+    assert all(s > 0 for s in spread)
+
+
 def test_rule_controls_follow_the_rule_declaration(explorer):
     explorer.controls["rule"].value = "adag"
     assert set(explorer.rule_controls) == {"gamma", "norm", "worker_momentum",

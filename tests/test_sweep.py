@@ -244,3 +244,21 @@ def test_replay_grid_sweeps_given_traces():
         np.testing.assert_allclose(result.loss[i], one.loss, rtol=2e-6, atol=0)
     with pytest.raises(ConfigError, match="norm"):
         replay_grid(rule, problem, traces, grid={"norm": [0, 1]}, seeds=[0, 1])
+
+
+def test_a_new_noise_variance_reuses_the_compiled_replay_and_scales_the_noise():
+    """σ² is a traced value: another σ² replays without tracing again, and on a quadratic
+    (gradient and DOWNPOUR both linear) the centre moves by σ times a fixed noise
+    response: x(σ² = 4) − x(0) = 2 (x(σ² = 1) − x(0))."""
+    problem = _fresh_problem()
+    kw = dict(workers=4, commits=200, seeds=[0, 1], learning_rate=0.05)
+    clean = asynclab.run(problem, "downpour", noise=0.0, **kw).final_params
+    one = asynclab.run(problem, "downpour", noise=1.0, **kw).final_params
+    before = dict(_replay.TRACE_COUNT)
+    four = asynclab.run(problem, "downpour", noise=4.0, **kw).final_params
+    assert _replay.TRACE_COUNT == before
+    assert np.abs(one - clean).max() > 1e-3  # the noise does move the centre
+    np.testing.assert_allclose(four - clean, 2 * (one - clean), rtol=1e-4, atol=1e-5)
+    # the same numbers as a compilation of its own (a problem object nothing shares)
+    alone = asynclab.run(_fresh_problem(), "downpour", noise=4.0, **kw).final_params
+    np.testing.assert_array_equal(four, alone)

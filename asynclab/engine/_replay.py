@@ -27,6 +27,7 @@ from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem, stochastic_gradient
+from ..problems._problem import check_noise
 from ..rules import AXIS, RULES, Rule
 from ._core import (
     INITS,
@@ -191,6 +192,8 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
 
 
 _COMPILED: OrderedDict = OrderedDict()
+#: the entry of a chunk's traced values that holds σ (see :func:`traced_noise`)
+NOISE_STD = "__noise_std__"
 
 
 def event_unroll(unroll=None) -> int:
@@ -223,15 +226,26 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unrol
                                       unroll)
 
 
+def traced_noise(problem, noise) -> bool:
+    """Whether the replay passes σ as a traced value (problems without an oracle of their
+    own, σ > 0), so that another σ reuses the compilation. ``noise`` is checked first."""
+    return problem.oracle is None and check_noise(noise) > 0
+
+
 def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared, unroll):
-    key = (structure_key(rule), id(problem), noise, record_paths, n_workers, shared, unroll)
+    traced = traced_noise(problem, noise)
+    key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
+           n_workers, shared, unroll)
     if key in _COMPILED:
         _COMPILED.move_to_end(key)
         return _COMPILED[key][-1]
-    gradient = stochastic_gradient(problem, noise)
+    fixed = None if traced else stochastic_gradient(problem, noise)
 
     def chunk(carry, worker_keys, events, values):
         TRACE_COUNT["chunk"] += 1
+        values = dict(values)
+        std = values.pop(NOISE_STD, None)
+        gradient = stochastic_gradient(problem, std=std) if traced else fixed
         built = with_values(rule, values)
         if built.synchronous:
             event = synchronous_event(built, gradient, n_workers)
@@ -368,6 +382,9 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
         init_keys, values)
     first_loss = np.asarray(first_loss)
     first_center = np.asarray(carry.server.center) if plan.record_paths else None
+    chunk_values = values
+    if traced_noise(problem, float(noise)):  # σ as float32, the constant it replaces
+        chunk_values = {**values, NOISE_STD: jnp.full(batch, np.float32(np.sqrt(noise)))}
 
     losses, centers, paths, metrics = [], [], [], []
     step = plan.blocks_per_chunk * plan.record_every
@@ -376,7 +393,7 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
             jnp.asarray(a[0, c] if shared else a[rows, c]) for a in plan.events
         )
         carry, (value, center, path, metric) = run_chunk(carry, worker_keys, chunk_events,
-                                                         values)
+                                                         chunk_values)
         losses.append(np.asarray(value))
         if metric is not None:
             metrics.append({k: np.asarray(v) for k, v in metric.items()})

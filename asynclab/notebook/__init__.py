@@ -11,7 +11,7 @@ from ._devices import notebook_devices as notebook_devices
 from ._devices import plot_executors as plot_executors
 from ._display import figure_png as figure_png
 from ._display import show as show
-from ._explorer import NOISE_LEVELS as NOISE_LEVELS
+from ._explorer import NOISE_MAX as NOISE_MAX
 from ._explorer import SURFACES as SURFACES
 from ._explorer import Explorer as Explorer
 from ._explorer import explorer_cluster as explorer_cluster
@@ -28,7 +28,7 @@ from ._staleness import momentum_data as momentum_data
 from ._staleness import staleness_data as staleness_data
 
 __all__ = [
-    "NOISE_LEVELS",
+    "NOISE_MAX",
     "SURFACES",
     "Explorer",
     "ExchangeRecord",

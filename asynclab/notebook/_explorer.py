@@ -35,9 +35,9 @@ from ..rules import RULES
 #: The 2-D surfaces the explorer draws (problems with a plotting domain).
 SURFACES = ("beale", "rosenbrock", "booth", "himmelblau")
 
-#: Gradient-noise variances offered. σ² decides the compiled gradient oracle, so each
-#: value compiles once (then it is cached); the list keeps that to a few compilations.
-NOISE_LEVELS = (0.0, 0.1, 1.0, 10.0, 100.0)
+#: The largest gradient-noise variance σ² the control offers. σ² is a traced value of
+#: the replay: only going from 0 to σ² > 0 (noise drawn or not) compiles.
+NOISE_MAX = 100.0
 
 #: Control ranges for traced rule hyperparameters: name -> (kind, min, max, step).
 #: "log" is a base-10 exponent range. Unknown names get a plain number box.
@@ -172,8 +172,9 @@ class Explorer:
             raise ConfigError(f"problem must be one of {', '.join(SURFACES)}, got {problem!r}")
         if rule not in RULES:
             raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
-        if noise not in NOISE_LEVELS:
-            raise ConfigError(f"noise must be one of {NOISE_LEVELS}, got {noise!r}")
+        if isinstance(noise, bool) or not isinstance(noise, int | float) or not (
+                0 <= noise <= NOISE_MAX):
+            raise ConfigError(f"noise must be a number in [0, {NOISE_MAX:g}], got {noise!r}")
         self.dpi = dpi
         self.result = None
         self.timings: dict[str, float] = {}
@@ -196,10 +197,10 @@ class Explorer:
             value=learning_rate, base=10, min=-4, max=0, step=0.05,
             description="η (learning rate)", style=_STYLE, layout=_WIDE,
             continuous_update=False, readout_format=".2g")
-        c["noise"] = widgets.SelectionSlider(
-            options=[(f"{v:g}", v) for v in NOISE_LEVELS], value=noise,
+        c["noise"] = widgets.FloatSlider(
+            value=float(noise), min=0.0, max=NOISE_MAX, step=0.1,
             description="gradient noise σ²", style=_STYLE, layout=_WIDE,
-            continuous_update=False)
+            continuous_update=False, readout_format=".1f")
         c["commits"] = widgets.IntSlider(value=commits, min=100, max=5000, step=100,
                                          description="commits (budget)", style=_STYLE,
                                          layout=_WIDE, continuous_update=False)

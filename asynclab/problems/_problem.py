@@ -136,7 +136,7 @@ def check_noise(noise) -> float:
     return noise
 
 
-def stochastic_gradient(problem: Problem, noise: float = 0.0) -> Oracle:
+def stochastic_gradient(problem: Problem, noise: float = 0.0, *, std=None) -> Oracle:
     """The gradient oracle of a run on ``problem``.
 
     .. math:: g = \\nabla \\ell(\\theta; B_{k,s}) + \\sigma \\xi,\\quad \\xi \\sim N(0, I)
@@ -145,18 +145,25 @@ def stochastic_gradient(problem: Problem, noise: float = 0.0) -> Oracle:
       problem: the problem.
       noise: the variance σ² of the additive Gaussian gradient noise (the thesis used 10).
 
+      std: instead of ``noise``, σ as a traced float32 scalar, for a problem without
+        its own oracle (the replay passes it so that a new σ needs no new compilation).
+
     Returns:
       The problem's own oracle (``problem.oracle(noise)``), or by default
       :func:`asynclab.problems.additive_noise` around ``∇ batch_loss(params,
       batch(worker, step))``. An :class:`Oracle` is also callable as
       ``gradient(params, key, worker, step)`` (one step, ``key`` already folded).
     """
-    noise = check_noise(noise)
-    if problem.oracle is not None:
-        return problem.oracle(noise)
+    if std is None:
+        noise = check_noise(noise)
+        if problem.oracle is not None:
+            return problem.oracle(noise)
+        std = float(np.sqrt(noise))
+    elif problem.oracle is not None:
+        raise ConfigError(f"{problem.name} makes its own gradient noise: give noise, not std")
     grad = jax.grad(problem.batch_loss)
 
     def clean(params, worker, step):
         return grad(params, problem.batch(worker, step))
 
-    return additive_noise(clean, float(np.sqrt(noise)))
+    return additive_noise(clean, std)
