@@ -85,9 +85,14 @@ def test_explorer_page_in_headless_chromium(tmp_path):
 
     port = _free_port()
     log = tmp_path / "voila.log"
+    # Voilà's templates are data files beside the Python that installed it: in a virtual
+    # environment that sees the system's packages that is the base installation
+    jupyter_path = [os.environ.get("JUPYTER_PATH"),
+                    os.path.join(sys.base_prefix, "share", "jupyter")]
     env = {**os.environ, "ASYNCLAB_NOTEBOOK_QUICK": "1", "MPLBACKEND": "Agg",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                       os.environ.get("PYTHONPATH")]))}
+                                                       os.environ.get("PYTHONPATH")])),
+           "JUPYTER_PATH": os.pathsep.join(filter(None, jupyter_path))}
     with open(log, "w") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "voila", NOTEBOOK, "--no-browser", f"--port={port}",
