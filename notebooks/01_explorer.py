@@ -33,8 +33,8 @@
 #
 # Speed: after the first compilation, a change of a real-valued control (η, momenta,
 # σ², heterogeneity, the straggler, the compute-time shape) replays and redraws without
-# compiling, for Beale with n = 16 and 2,000 commits in 0.84 s (median) on a shared
-# 2-core machine under heavy load, 0.29 s of CPU time (`python benchmarks/explorer.py`).
+# compiling, for Beale with n = 16 and 2,000 commits in 0.30 s (median; worst 0.57 s) on
+# a shared 2-core machine at load 1–2 (`python benchmarks/explorer.py --quick`).
 # A new n, rule, budget or number of seeds, or σ² between 0 and > 0, compiles once (a
 # few seconds); returning to one already seen is fast again.
 
