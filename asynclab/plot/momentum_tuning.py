@@ -43,6 +43,20 @@ def _mark(ax, data, where, marker, color, label):
                 ms=10, label=label)
 
 
+def _heatmap_extras(fig, ax, image, data, i, etas, mus, *, last, best, title, bar):
+    """What both heatmaps of column ``i`` share: the theorem's overlay, the best point
+    (``(index, marker, colour, label)``), axes, title, legend (first column) and colour
+    bar (last column)."""
+    _overlay(ax, data, i)
+    _mark(ax, data, *best)
+    _axes(ax, etas, mus)
+    ax.set_title(title, fontsize=9)
+    if i == 0:
+        ax.legend(fontsize=6, loc="upper left")
+    if last:
+        fig.colorbar(image, ax=ax, label=bar)
+
+
 def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
     """Row 1: γ of the theorem (contours) over the measured rate of the seed-averaged
     centre; row 2: single runs (median commits to target, unusable cells hatched); row 3:
@@ -71,16 +85,12 @@ def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
                              levels=[0.97, 0.99, 1.0], colors="k",
                              linestyles=[":", "--", "-"], linewidths=0.9)
         ax.clabel(contour, fmt="γ=%g", fontsize=6)
-        _overlay(ax, data, i)
-        _mark(ax, data, data["best_by_rate"][i], "o", "tab:orange",
-              "best measured rate (usable points)")
-        _axes(ax, etas, mus)
-        ax.set_title(f"n = {k}: rate of the seed-mean centre\n(lines: theorem's γ; "
-                     "· = some directions swamped)", fontsize=9)
-        if i == 0:
-            ax.legend(fontsize=6, loc="upper left")
-        if i == columns - 1:
-            fig.colorbar(image, ax=ax, label="measured decay rate per commit")
+        _heatmap_extras(fig, ax, image, data, i, etas, mus, last=i == columns - 1,
+                best=(data["best_by_rate"][i], "o", "tab:orange",
+                      "best measured rate (usable points)"),
+                title=f"n = {k}: rate of the seed-mean centre\n(lines: theorem's γ; "
+                      "· = some directions swamped)",
+                bar="measured decay rate per commit")
 
         ax = fig.add_subplot(grid[1, i])
         image = ax.imshow(np.where(np.isfinite(score[i]), score[i], np.nan), origin="lower",
@@ -92,15 +102,11 @@ def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
         for e, m in zip(*np.nonzero((bad > 0) & (bad < 0.5)), strict=True):
             ax.text(m, e, f"{bad[e, m]:.0%}", ha="center", va="center", fontsize=5,
                     color="tab:red")
-        _overlay(ax, data, i)
-        _mark(ax, data, data["best_by_runs"][i], "D", "tab:green", "best single runs")
-        _axes(ax, etas, mus)
-        ax.set_title(f"n = {k}: single runs, median commits to target\n"
-                     "(red hatch: ≥ half of the runs unusable)", fontsize=9)
-        if i == 0:
-            ax.legend(fontsize=6, loc="upper left")
-        if i == columns - 1:
-            fig.colorbar(image, ax=ax, label="median commits to target")
+        _heatmap_extras(fig, ax, image, data, i, etas, mus, last=i == columns - 1,
+                best=(data["best_by_runs"][i], "D", "tab:green", "best single runs"),
+                title=f"n = {k}: single runs, median commits to target\n"
+                      "(red hatch: ≥ half of the runs unusable)",
+                bar="median commits to target")
 
     ax = fig.add_subplot(grid[2, 0])
     colors = series_colors(len(n))
