@@ -8,7 +8,13 @@ import pytest
 from children import run as run_child
 
 from asynclab import ConfigError
-from asynclab.cluster import Cluster, ComputeTime, round_robin_trace, simulate_async
+from asynclab.cluster import (
+    Cluster,
+    ComputeTime,
+    round_robin_trace,
+    simulate_async,
+    simulate_sync,
+)
 from asynclab.engine import build_rule, replay
 from asynclab.notebook import (
     accumulate,
@@ -21,7 +27,7 @@ from asynclab.notebook import (
     plot_running_probability,
     staleness_data,
 )
-from asynclab.problems import quadratic
+from asynclab.problems import get_problem, quadratic
 from asynclab.studies.model_averaging_mc import Config
 
 # ----------------------------------------------------------------------------- 02
@@ -80,6 +86,12 @@ def test_accumulated_counts_are_the_cells_runs_in_batches_with_wilson_intervals(
     last = snapshots[-1]
     want = cell_success(config, 2, 10, range(12))  # all seeds in one replay
     assert last["success"][0, 0] == want.sum() and 0 < want.sum() < 12
+    # success itself, from a replay written out here: 300 local steps in rounds of λ = 10
+    rule = build_rule("model_averaging", learning_rate=1e-2, local_steps=10)
+    direct = replay(rule, get_problem("beale"),
+                    simulate_sync(Cluster(workers=2), local_steps=10, rounds=30),
+                    seeds=range(12), init="random_per_worker", noise=10.0).final_loss
+    np.testing.assert_array_equal(want, np.isfinite(direct) & (direct < 3.0))
     low, high = _wilson(want.sum(), 12)
     assert last["low"][0, 0] == pytest.approx(low) and last["high"][0, 0] == pytest.approx(high)
     assert [row[0] for row in last["history"][(10, 2)]] == [6, 12]

@@ -19,12 +19,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .._errors import ConfigError  # noqa: E402
-from ..cluster import Cluster, simulate_sync  # noqa: E402
-from ..engine import replay  # noqa: E402
 from ..plot._common import finish, series_colors  # noqa: E402
 from ..problems import get_problem  # noqa: E402
-from ..rules import make_rule  # noqa: E402
-from ..studies.model_averaging_mc import Config, wilson  # noqa: E402
+from ..studies.model_averaging_mc import Config, replay_cell, wilson  # noqa: E402
 
 
 def cell_success(config: Config, workers: int, local_steps: int, seeds) -> np.ndarray:
@@ -34,13 +31,8 @@ def cell_success(config: Config, workers: int, local_steps: int, seeds) -> np.nd
     if steps % local_steps:
         raise ConfigError(f"local_steps: the budget {steps} is not a multiple of "
                           f"λ = {local_steps}")
-    rule = make_rule("model_averaging", learning_rate=config.learning_rate,
-                     local_steps=local_steps)
-    rounds = steps // local_steps
-    trace = simulate_sync(Cluster(workers=workers), local_steps=local_steps, rounds=rounds)
-    result = replay(rule, get_problem("beale"), trace, seeds=list(seeds),
-                    init="random_per_worker", noise=config.noise, record_paths=False,
-                    record_every=rounds, progress=False)
+    result = replay_cell(config, get_problem("beale"), workers, local_steps, steps,
+                         list(seeds), records=1)
     final = result.final_loss
     return np.isfinite(final) & (final < config.success_loss)
 

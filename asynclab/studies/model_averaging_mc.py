@@ -126,7 +126,9 @@ def _beale_recording_x():
     return get_problem("beale")._replace(evaluate=lambda center: {"x": center[0]})
 
 
-def _replay(config, problem, n, lam, steps, seeds, records):
+def replay_cell(config, problem, n, lam, steps, seeds, records):
+    """The runs of one cell, (n, λ), ``steps`` local steps per worker, ``records`` + 1
+    loss records (one launch; :func:`_replay_seeds` splits the seeds into launches)."""
     rule = make_rule("model_averaging", learning_rate=config.learning_rate, local_steps=lam)
     rounds = steps // lam
     trace = simulate_sync(Cluster(workers=n), local_steps=lam, rounds=rounds)
@@ -167,12 +169,12 @@ def _launch_seeds(config) -> int:
 
 
 def _replay_seeds(config, problem, n, lam, steps, seeds, records) -> _Runs:
-    """:func:`_replay` over ``seeds`` in launches of ``_launch_seeds(config)``."""
+    """:func:`replay_cell` over ``seeds`` in launches of ``_launch_seeds(config)``."""
     seeds = list(seeds)
     size = _launch_seeds(config)
     parts = []
     for i in range(0, len(seeds), size):
-        r = _replay(config, problem, n, lam, steps, seeds[i:i + size], records)
+        r = replay_cell(config, problem, n, lam, steps, seeds[i:i + size], records)
         x = r.metrics["x"] if r.metrics else np.full_like(r.loss, np.nan)
         parts.append(_Runs(r.loss, r.final_params, r.diverged_at, x))
     return _Runs(*(np.concatenate([getattr(r, f) for r in parts]) for f in _Runs._fields))
