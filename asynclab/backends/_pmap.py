@@ -50,6 +50,7 @@ from ..engine._core import (
     check_init,
     check_rule,
     check_traces,
+    compiler_options,
     event_arrays,
     guard,
     initial_state,
@@ -179,7 +180,7 @@ def _over_devices(fn, mesh: Mesh, in_axes, out_axes):
 
     program = jax.shard_map(per_device, mesh=mesh, in_specs=_spec(tuple(in_axes)),
                             out_specs=_spec(out_axes), check_vma=False)
-    return jax.jit(program)
+    return jax.jit(program, compiler_options=compiler_options())
 
 
 def _add_rows(out, axes):
@@ -392,7 +393,7 @@ def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
             metrics = None if problem.evaluate is None else problem.evaluate(server.center)
             return server, workers, problem.loss(server.center), metrics
 
-        _PROGRAMS[key] = (rule, problem, jax.jit(initial))
+        _PROGRAMS[key] = (rule, problem, jax.jit(initial, compiler_options=compiler_options()))
         while len(_PROGRAMS) > 16:
             _PROGRAMS.popitem(last=False)
     return _PROGRAMS[key][-1]

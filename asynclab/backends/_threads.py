@@ -21,7 +21,15 @@ from .. import _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Trace, simulate_async
-from ..engine._core import check_count, check_init, check_rule, initial_state, row, seed_keys
+from ..engine._core import (
+    check_count,
+    check_init,
+    check_rule,
+    compiler_options,
+    initial_state,
+    row,
+    seed_keys,
+)
 from ..problems import Problem, stochastic_gradient
 from ..rules import Rule
 
@@ -106,8 +114,9 @@ def run_threads(
     server = jax.device_put(server, host)
     states = [jax.device_put(row(stacked, k), devices[k]) for k in range(n)]
     keys = [jax.device_put(worker_keys[k], devices[k]) for k in range(n)]
-    local = jax.jit(lambda w, key, k: rule.local(w, gradient, key, k))
-    exchange = jax.jit(rule.exchange)
+    options = compiler_options()
+    local = jax.jit(lambda w, key, k: rule.local(w, gradient, key, k), compiler_options=options)
+    exchange = jax.jit(rule.exchange, compiler_options=options)
     # compile on every device before the clock starts
     for k in range(n):
         jax.block_until_ready(local(states[k], keys[k], k))

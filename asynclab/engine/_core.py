@@ -48,6 +48,40 @@ def all_finite(tree) -> jax.Array:
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
 
 
+# ----------------------------------------------------------------------------- compiling
+
+#: XLA options for the executors' compiled programs on a CPU. By default XLA's CPU
+#: backend hands reductions (a mean over the workers, a sum over a mini-batch) to its
+#: YNNPACK library, whose sums came out differently with the number of rows, i.e. with
+#: how many seeds (or sweep points) share a launch: a seed's numbers changed in the last
+#: bits with the batch it was replayed in. XLA's own reduction loops keep a seed's run the
+#: same whatever the batch (``tests/test_launch_size.py``) and are also faster here (1.8×
+#: on model averaging with 2,000 seeds per launch; ``benchmarks/replay.py``, row (j)).
+#: Matrix products stay with the library (``INDIVIDUAL_DOT``, the other default type).
+CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type":
+                        "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
+
+
+@functools.cache
+def _options_supported(options: tuple) -> bool:
+    """Whether this XLA accepts ``options`` (an experimental flag may go away)."""
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=dict(options)).lower(
+            np.float32(0)).compile()
+    except Exception:  # noqa: BLE001 - any refusal means: compile without them
+        return False
+    return True
+
+
+def compiler_options() -> dict:
+    """The options the replay compiles with: :data:`CPU_COMPILER_OPTIONS` when JAX's
+    default backend is the CPU and this XLA accepts them, else none."""
+    if jax.default_backend() != "cpu" or not CPU_COMPILER_OPTIONS:
+        return {}
+    options = tuple(sorted(CPU_COMPILER_OPTIONS.items()))
+    return dict(options) if _options_supported(options) else {}
+
+
 # ----------------------------------------------------------------------------- divergence
 
 

@@ -33,6 +33,7 @@ from ._core import (
     INITS,
     check_init,
     check_traces,
+    compiler_options,
     event_arrays,
     guard,
     initial_state,
@@ -184,7 +185,7 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
             metrics = None if problem.evaluate is None else problem.evaluate(center)
             return carry, (problem.loss(center), metrics)
 
-        fn = jax.jit(jax.vmap(initial))
+        fn = jax.jit(jax.vmap(initial), compiler_options=compiler_options())
         _INITIAL[key] = (rule, problem, fn)
         while len(_INITIAL) > 32:
             _INITIAL.popitem(last=False)
@@ -255,7 +256,7 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
             carry, worker_keys, events)
 
     fn = jax.jit(jax.vmap(chunk, in_axes=(0, 0, None if shared else 0, 0)),
-                 donate_argnums=(0,))
+                 donate_argnums=(0,), compiler_options=compiler_options())
     _COMPILED[key] = (rule, problem, fn)
     while len(_COMPILED) > 32:
         _COMPILED.popitem(last=False)
