@@ -27,6 +27,17 @@ model_averaging_paths 12 s, straggler 12 s, staleness 5 s); `asynclab figures --
 took 44 s. Since then momentum_tuning became a joint (η, μ) sweep (150 s) and easgd
 gained its synchronous stability region (144 s), both measured at load ≈ 8–10 (see their
 notes).
+
+Later on 2026-11-26 the executors stopped handing reductions to XLA's CPU library (a
+seed's run used to change in its last bits with the number of seeds replayed beside it;
+see `docs/design.md`). Every figure with a replay was rebuilt then, at load ≈ 1–2: eight
+in **597 s** (model_averaging_mc 455 s, momentum_tuning 33 s, easgd 24 s,
+implicit_momentum 20 s, agn 20 s, model_averaging_paths 18 s, straggler 17 s,
+real_cluster 11 s), then mnist_rules (262 s) and scaling (133 s). Straggler,
+implicit_momentum, easgd, agn and model_averaging_mc gave the same bits;
+model_averaging_paths, momentum_tuning and real_cluster moved in the last digits
+(relative ≤ 4e-6; no quoted number, no pixel changed); mnist_rules moved one table entry
+by 0.001 and scaling its n = 32 synchronous runs (their notes say what moved).
 """
 
 
