@@ -35,6 +35,20 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
             random starts) replayed with 1, 8 and 16 events per iteration of the compiled
             loop (``replay(..., unroll=k)``): worker-steps/s, compilation apart, and
             whether the numbers are the same bits as with 1.
+(i) floors  the workloads of (c) and (h) as hand-fused JAX loops: the same seeds, keys
+            and noise stream (``asynclab._random``), Beale's gradient in closed form,
+            laid out seeds-last, without the engine's structure (no divergence guard, no
+            loss records, no per-event selects). What the engine could reach at best with
+            this stream, beside the engine and the numpy loop in the same run:
+            replica-updates/s for (c), worker-steps/s for (h) (one call, and two calls at
+            once, as the study runs two cells at a time on a CPU), and the whole
+            model_averaging_mc figure's time at that rate. A check first: each loop
+            ends where the replay ends.
+(j) reduce  the workloads of (c), (h) and a small net replayed as compiled by default
+            (``asynclab.engine._core.CPU_COMPILER_OPTIONS``: XLA's own loops for
+            reductions) beside XLA's default on a CPU (its YNNPACK library for
+            reductions): rates, their ratio, and whether seed 0's run (its final centre)
+            is the same bits alone and among the other seeds of the launch. CPU only.
 
 Every rate is the best of 3 repeats (``time.perf_counter``), the repeats of the
 rows compared with each other interleaved. Before timing, the script
@@ -56,6 +70,7 @@ import sys
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import simpy
 
@@ -108,7 +123,15 @@ UNROLL_CELL = {
     ("accelerator", "quick"): (10_000, 2_000),
 }
 UNROLLS = (1, 8, 16)
-ROWS = "abcdefgh"
+ROWS = "abcdefghij"
+
+#: (i): (seeds, commits) of the DOWNPOUR floor and (seeds, rounds) of the averaging floor
+FLOOR_SIZES = {
+    ("cpu", "full"): ((1_000, 10_000), (500, 4_000)),
+    ("cpu", "quick"): ((100, 500), (100, 500)),
+    ("accelerator", "full"): ((10_000, 20_000), (10_000, 16_000)),
+    ("accelerator", "quick"): ((1_000, 2_000), (10_000, 2_000)),
+}
 
 
 # ----------------------------------------------------------------------------- numpy (a)
@@ -376,7 +399,275 @@ def unroll_rows(quick: bool):
     return seeds, rounds, rows
 
 
+# ----------------------------------------------------------------------------- floors (i)
+
+
+def _seeds_last_noise(k0, k1, step):
+    """``normal(fold_in(key, step), (2,))`` for the raw Threefry keys ``(k0, k1)`` of shape
+    ``[...]``, as two arrays of that shape: the replay's noise for one worker-step, the
+    hash of ``asynclab._random`` called on whole arrays (``fold_in`` is the block of
+    ``(0, step)``, component c of ``normal`` the block of ``(0, c)``)."""
+    from asynclab._random import _normal_from_bits, threefry2x32
+
+    zero = jnp.zeros(k0.shape, jnp.uint32)
+    a0, a1 = threefry2x32(k0, k1, zero, zero + step)
+    out = []
+    for c in (0, 1):
+        y0, y1 = threefry2x32(a0, a1, zero, zero + np.uint32(c))
+        out.append(_normal_from_bits(y0 ^ y1))
+    return out
+
+
+def beale_gradient_xy(x, y):
+    """∇ of Beale's function, element-wise on coordinate arrays (closed form; about 1.7×
+    faster inside the fused loops here than the loss's autodiff gradient, which the
+    replay uses, so the floors agree with the replay to float rounding, not bit for bit)."""
+    y2 = y * y
+    y3 = y2 * y
+    r1 = 1.5 - x + x * y
+    r2 = 2.25 - x + x * y2
+    r3 = 2.625 - x + x * y3
+    return (2.0 * (r1 * (y - 1.0) + r2 * (y2 - 1.0) + r3 * (y3 - 1.0)),
+            2.0 * x * (r1 + 2.0 * r2 * y + 3.0 * r3 * y2))
+
+
+def downpour_floor(learning_rate, noise, n_workers):
+    """Row (c)'s workload (Beale) hand-fused: ``fn(worker_keys[n, S], start[2], order[T]) ->
+    centre[2, S]``. Worker k's step s draws ``normal(fold_in(key, s), (2,))``; the commit
+    adds ``(θ − η g) − θ`` to the centre (the replay's arithmetic) and the worker pulls."""
+    gradient = beale_gradient_xy
+    sigma = np.float32(np.sqrt(noise))
+    step_size = np.float32(-learning_rate)
+
+    @jax.jit
+    def run(worker_keys, start, order):
+        k0, k1 = worker_keys  # (n, S) each
+        seeds = k0.shape[1]
+        center = tuple(jnp.full((seeds,), start[i]) for i in (0, 1))
+        pulled = tuple(jnp.broadcast_to(c, (n_workers, seeds)) for c in center)
+        steps = jnp.zeros(n_workers, jnp.uint32)
+
+        def event(carry, k):
+            (cx, cy), (px, py), steps = carry
+            x, y = px[k], py[k]
+            gx, gy = gradient(x, y)
+            zx, zy = _seeds_last_noise(k0[k], k1[k], steps[k])
+            cx = cx + ((x + step_size * (gx + sigma * zx)) - x)
+            cy = cy + ((y + step_size * (gy + sigma * zy)) - y)
+            return ((cx, cy), (px.at[k].set(cx), py.at[k].set(cy)), steps.at[k].add(1)), None
+
+        return jnp.stack(jax.lax.scan(event, (center, pulled, steps), order)[0][0])
+
+    return run
+
+
+def averaging_floor(learning_rate, noise, n_workers):
+    """Row (h)'s workload (Beale) hand-fused: ``fn(worker_keys[n, S], starts[n, 2, S], rounds) ->
+    centre[2, S]``. Round 0 starts every worker at its own start, later rounds at the
+    centre; each worker takes one SGD step, the centre is the workers' mean."""
+    gradient = beale_gradient_xy
+    sigma = np.float32(np.sqrt(noise))
+    step_size = np.float32(-learning_rate)
+
+    def average(x, y, t, k0, k1):
+        gx, gy = gradient(x, y)
+        zx, zy = _seeds_last_noise(k0, k1, t)
+        return (jnp.mean(x + step_size * (gx + sigma * zx), axis=0),
+                jnp.mean(y + step_size * (gy + sigma * zy), axis=0))
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def run(worker_keys, starts, rounds):
+        k0, k1 = worker_keys  # (n, S) each
+        center = average(starts[:, 0], starts[:, 1], jnp.uint32(0), k0, k1)
+
+        def round_(center, t):
+            x, y = (jnp.broadcast_to(c, k0.shape) for c in center)
+            return average(x, y, t, k0, k1), None
+
+        return jnp.stack(jax.lax.scan(round_, center,
+                                      jnp.arange(1, rounds, dtype=jnp.uint32))[0])
+
+    return run
+
+
+def _keys_seeds_last(seeds, n_workers):
+    """``(init_keys[S], (k0, k1))``: the seeds' keys (``asynclab.engine._core.seed_keys``),
+    the workers' raw Threefry key words laid out ``(n, S)``."""
+    from asynclab.engine._core import seed_keys_batch
+
+    init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n_workers)
+    raw = jax.random.key_data(worker_keys)  # (S, n, 2)
+    return init_keys, (raw[..., 0].T, raw[..., 1].T)
+
+
+def floor_rows(quick: bool):
+    """Row (i): the hand-fused floors beside the engine (and the numpy loop)."""
+    import threading
+
+    from asynclab.cluster import simulate_sync
+
+    (dp_seeds, dp_commits), (ma_seeds, ma_rounds) = FLOOR_SIZES[
+        (device_kind(), "quick" if quick else "full")]
+    problem = asynclab.problems.beale()
+    out = {}
+
+    # DOWNPOUR, (c)'s workload; the check on 8 seeds over 500 commits
+    lr = 1e-3
+    rule = asynclab.rules.downpour(lr)
+    floor = downpour_floor(lr, NOISE, N_WORKERS)
+    start = jnp.asarray(problem.start, jnp.float32)
+    check_trace = trace_of(500)
+    _, keys = _keys_seeds_last(range(8), N_WORKERS)
+    mine = np.asarray(floor(keys, start, jnp.asarray(check_trace.worker)))
+    theirs = asynclab.replay(rule, problem, check_trace, seeds=range(8), noise=NOISE,
+                             record_paths=False, record_every=500, progress=False)
+    out["downpour check"] = float(np.max(np.abs(mine.T - theirs.final_params)))
+    trace = trace_of(dp_commits)
+    _, keys = _keys_seeds_last(range(dp_seeds), N_WORKERS)
+    order = jnp.asarray(trace.worker)
+    fns = {"floor": lambda: floor(keys, start, order),
+           "engine": replay_fn(rule, problem, trace, range(dp_seeds)),
+           "numpy": functools.partial(numpy_downpour, beale_gradient, problem.start, lr,
+                                      NOISE, dp_commits)}
+    for fn in fns.values():
+        jax.block_until_ready(fn())  # compile
+    best, _ = best_of(fns)
+    out["downpour"] = {k: (dp_seeds if k != "numpy" else 1) * dp_commits / v
+                       for k, v in best.items()}
+    out["downpour size"] = (dp_seeds, dp_commits)
+
+    # model averaging, (h)'s workload (and the Monte-Carlo study's cells)
+    n, lr, noise = 10, 1e-4, 10.0
+    rule = asynclab.rules.model_averaging(lr)
+    floor = averaging_floor(lr, noise, n)
+
+    def inputs(seeds):
+        init_keys, keys = _keys_seeds_last(seeds, n)
+        starts = jax.vmap(lambda k: problem.initial_params(k, n))(init_keys)  # (S, n, 2)
+        return keys, jnp.transpose(starts, (1, 2, 0))  # (n, 2, S)
+
+    keys, starts = inputs(range(8))
+    mine = np.asarray(floor(keys, starts, 200))
+    theirs = asynclab.replay(rule, problem, simulate_sync(Cluster(n), rounds=200),
+                             seeds=range(8), noise=noise, init="random_per_worker",
+                             record_paths=False, record_every=200, progress=False)
+    out["averaging check"] = float(np.max(np.abs(mine.T - theirs.final_params)))
+    keys, starts = inputs(range(ma_seeds))
+    keys2, starts2 = inputs(range(ma_seeds, 2 * ma_seeds))
+    trace = simulate_sync(Cluster(n), rounds=ma_rounds)
+
+    def both():  # two calls at once, from two threads (the study's two cells)
+        other = threading.Thread(target=lambda: jax.block_until_ready(
+            floor(keys2, starts2, ma_rounds)))
+        other.start()
+        jax.block_until_ready(floor(keys, starts, ma_rounds))
+        other.join()
+
+    fns = {"floor": lambda: floor(keys, starts, ma_rounds),
+           "floor x2": both,
+           "engine": functools.partial(asynclab.replay, rule, problem, trace,
+                                       seeds=range(ma_seeds), noise=noise,
+                                       init="random_per_worker", record_paths=False,
+                                       record_every=ma_rounds, progress=False)}
+    for fn in fns.values():
+        jax.block_until_ready(fn())
+    best, _ = best_of(fns)
+    steps = ma_seeds * n * ma_rounds
+    out["averaging"] = {k: steps * (2 if k == "floor x2" else 1) / v for k, v in best.items()}
+    out["averaging size"] = (ma_seeds, ma_rounds)
+    return out
+
+
+# ----------------------------------------------------------------------------- reduce (j)
+
+
+def reduction_rows(quick: bool):
+    """Row (j): ``(workload, rate as compiled, rate with XLA's default, seed 0's run the
+    same alone and in the launch: as compiled, with the default)``."""
+    from asynclab.cluster import simulate_sync
+    from asynclab.engine import _core, _replay, schedule
+
+    saved = dict(_core.CPU_COMPILER_OPTIONS)
+
+    def use(ours):
+        _replay._COMPILED.clear()
+        _replay._INITIAL.clear()
+        _core.CPU_COMPILER_OPTIONS.clear()
+        if ours:
+            _core.CPU_COMPILER_OPTIONS.update(saved)
+
+    beale = asynclab.problems.beale()
+    seeds, rounds = (200, 500) if quick else (2_000, 2_000)
+    averaging = asynclab.rules.model_averaging(1e-4)
+    sync_trace = simulate_sync(Cluster(10), rounds=rounds)
+    commits = 1_000 if quick else 10_000
+    downpour = asynclab.rules.downpour(1e-3)
+    async_trace = trace_of(commits)
+    net = asynclab.problems.get_problem("digits", model="mlp:32", workers=4, batch_size=16)
+    net_rule = asynclab.rules.downpour(0.05)
+    net_commits = 200 if quick else 2_000
+    net_trace = schedule(net_rule, Cluster(4), commits=net_commits, rng=0)
+    workloads = {
+        f"model averaging n=10, {seeds} seeds": (
+            lambda s: asynclab.replay(averaging, beale, sync_trace, seeds=s, noise=10.0,
+                                      init="random_per_worker", record_paths=False,
+                                      record_every=rounds, progress=False),
+            seeds, seeds * 10 * rounds),
+        f"DOWNPOUR n={N_WORKERS}, {SEEDS_C} seeds": (
+            lambda s: asynclab.replay(downpour, beale, async_trace, seeds=s, noise=NOISE,
+                                      record_paths=False, record_every=commits,
+                                      progress=False),
+            SEEDS_C, SEEDS_C * commits),
+        "digits MLP 64-32-10, 32 seeds": (
+            lambda s: asynclab.replay(net_rule, net, net_trace, seeds=s,
+                                      record_every=net_commits, progress=False),
+            32, 32 * net_commits),
+    }
+    rows = []
+    try:
+        for name, (run, count, work) in workloads.items():
+            same, fns = {}, {}
+            for ours in (True, False):
+                use(ours)
+                alone, among = run([0]), run(range(count))
+                # the run: final centre and divergence (a net's recorded training loss, a
+                # mean over the whole data set, may still differ in its last bit)
+                same[ours] = all(np.array_equal(a, b[:1], equal_nan=True) for a, b in zip(
+                    [alone.diverged_at] + jax.tree.leaves(alone.final_params),
+                    [among.diverged_at] + jax.tree.leaves(among.final_params), strict=True))
+            for ours in (True, False):  # interleaved best of REPEATS, recompiling per switch
+                fns[ours] = functools.partial(_timed_with, use, ours, run, range(count))
+            best = {ours: min(fns[ours]() for _ in range(REPEATS)) for ours in (True, False)}
+            rows.append((name, work / best[True], work / best[False], same[True],
+                         same[False]))
+    finally:
+        use(True)
+    return rows
+
+
+def _timed_with(use, ours, run, seeds):
+    """Seconds of ``run(seeds)`` compiled with (``ours``) or without the replay's options,
+    compilation excluded."""
+    use(ours)
+    run(seeds)
+    t0 = time.perf_counter()
+    run(seeds)
+    return time.perf_counter() - t0
+
+
 # ----------------------------------------------------------------------------- mc (g)
+
+
+def mc_worker_steps(config) -> int:
+    """The worker-steps of a model_averaging_mc configuration (bars and checks)."""
+    lams = set(config.map_local_steps) | set(config.bar_local_steps)
+    steps = 0
+    for n in config.workers:
+        budget = config.budget_for(n)
+        steps += len(lams) * config.check_runs * 2 * budget * n
+        if config.runs > config.check_runs:
+            steps += len(config.bar_local_steps) * config.runs * budget * n
+    return steps
 
 
 def mc_timing(which: str):
@@ -385,18 +676,43 @@ def mc_timing(which: str):
 
     config = study.Config() if which == "full" else study.Config.quick()
     lams = set(config.map_local_steps) | set(config.bar_local_steps)
-    steps = 0
-    for n in config.workers:
-        budget = config.budget_for(n)
-        steps += len(lams) * config.check_runs * 2 * budget * n
-        if config.runs > config.check_runs:
-            steps += len(config.bar_local_steps) * config.runs * budget * n
+    steps = mc_worker_steps(config)
     settings = (f"launch_seeds {study._launch_seeds(config)}, merge_check "
                 f"{study._merge_check(config)}, unroll {study._unroll(config)}, threads "
                 f"{study._threads(config, len(lams) * len(config.workers))}")
     t0 = time.perf_counter()
     study.run(config, progress=False)
     return time.perf_counter() - t0, steps, settings
+
+
+def print_floors(out):
+    from asynclab.studies import model_averaging_mc as study
+
+    seeds, commits = out["downpour size"]
+    rates = out["downpour"]
+    print()
+    print("(i) hand-fused floors: the same stream, closed-form gradient, seeds last, no "
+          "guard, no records")
+    print(f"    check: floor = replay to {out['downpour check']:.1e} (DOWNPOUR, 8 seeds x 500 "
+          f"commits), {out['averaging check']:.1e} (model averaging, 8 seeds x 200 rounds)")
+    print(f"    DOWNPOUR Beale n={N_WORKERS} λ=1 σ²={NOISE}, {seeds:,} seeds x {commits:,} "
+          f"commits (replica-updates/s; ratio to the numpy loop, 1 seed)")
+    for what in ("numpy", "engine", "floor"):
+        label = {"numpy": "numpy event loop (a)", "engine": "asynclab replay (c)",
+                 "floor": "hand-fused floor"}[what]
+        ratio = rates[what] / rates["numpy"]
+        mark = f"   (c)'s bar >= {TARGETS[('c', 'beale')]:g}x" if what == "floor" else ""
+        print(f"      {label:26} {rates[what]:12.4g} {ratio:8.3g}x{mark}")
+    seeds, rounds = out["averaging size"]
+    rates = out["averaging"]
+    full = mc_worker_steps(study.Config())
+    print(f"    model averaging Beale n=10 λ=1 σ²=10, {seeds:,} seeds x {rounds:,} rounds "
+          f"(worker-steps/s; the full model_averaging_mc figure, {full:.3g} worker-steps, "
+          f"at that rate)")
+    for what in ("engine", "floor", "floor x2"):
+        label = {"engine": "asynclab replay (h)", "floor": "hand-fused floor, 1 call",
+                 "floor x2": "hand-fused floor, 2 at once"}[what]
+        print(f"      {label:26} {rates[what]:12.4g}   figure {full / rates[what]:8.0f} s")
 
 
 def device_line() -> str:
@@ -463,6 +779,18 @@ def main(argv=None):
             for k, rate, compile_s, same in rows:
                 print(f"    unroll {k:>3} {rate:12.4g} worker-steps/s  compile "
                       f"{compile_s:5.1f} s  same bits as unroll {UNROLLS[0]}: {same}")
+        elif row == "j" and jax.default_backend() == "cpu":
+            print()
+            print("(j) reductions: the replay as compiled (XLA's own loops) beside XLA's "
+                  "CPU default (its YNNPACK library); rates per second, best of "
+                  f"{REPEATS}; seed 0's run (final centre) the same bits alone and in the "
+                  "launch")
+            for name, ours, default, same_ours, same_default in reduction_rows(args.quick):
+                print(f"    {name:34} as compiled {ours:10.4g}  default {default:10.4g}  "
+                      f"ratio {ours / default:5.2f}x  same bits: {same_ours} / "
+                      f"{same_default}", flush=True)
+        elif row == "i":
+            print_floors(floor_rows(args.quick))
         elif row == "g" and args.mc != "none":
             seconds, steps, settings = mc_timing(args.mc)
             print()
