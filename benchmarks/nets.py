@@ -84,7 +84,8 @@ def main(argv=None):
     same = [np.array_equal(a, b) for a, b in zip(
         jax.tree.leaves(run([0]).final_params), jax.tree.leaves(run([0], lean).final_params),
         strict=True)]
-    assert all(same), "the lean DOWNPOUR must replay the same numbers"
+    if not all(same):
+        raise RuntimeError("the DOWNPOUR without momentum buffers replayed other numbers")
 
     # the plain loop: the batches the replay's workers read (worker k, its step s)
     data = load_dataset("mnist", seed=0)
@@ -131,6 +132,7 @@ def main(argv=None):
     load_after = os.getloadavg()
     print(f"MNIST-5k MLP 784-256-10, batch {batch}, DOWNPOUR n={n} λ=1, {commits} commits; "
           f"best of {args.repeats} (the plain loop is sequential: same batches, no staleness)")
+    print(f"asynclab from {os.path.dirname(asynclab.__file__)}")  # the checkout, or a copy
     print(f"load average (1, 5, 15 min): before {_load(load_before)}, after "
           f"{_load(load_after)}; {os.cpu_count()} CPU(s)")
     print(f"{'what':<34}{'seconds':>10}{'grads/s':>12}{'ratio':>9}{'GFLOP/s':>10}")

@@ -180,7 +180,7 @@ def _over_devices(fn, mesh: Mesh, in_axes, out_axes):
 
     program = jax.shard_map(per_device, mesh=mesh, in_specs=_spec(tuple(in_axes)),
                             out_specs=_spec(out_axes), check_vma=False)
-    return jax.jit(program, compiler_options=compiler_options())
+    return jax.jit(program, compiler_options=compiler_options(mesh.devices.flat[0].platform))
 
 
 def _add_rows(out, axes):

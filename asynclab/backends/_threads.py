@@ -114,7 +114,7 @@ def run_threads(
     server = jax.device_put(server, host)
     states = [jax.device_put(row(stacked, k), devices[k]) for k in range(n)]
     keys = [jax.device_put(worker_keys[k], devices[k]) for k in range(n)]
-    options = compiler_options()
+    options = compiler_options(devices[0].platform)
     local = jax.jit(lambda w, key, k: rule.local(w, gradient, key, k), compiler_options=options)
     exchange = jax.jit(rule.exchange, compiler_options=options)
     # compile on every device before the clock starts

@@ -9,6 +9,8 @@ the same numbers (and the same errors) everywhere.
 from __future__ import annotations
 
 import functools
+import types
+import warnings
 from collections.abc import Sequence
 
 import jax
@@ -55,28 +57,36 @@ def all_finite(tree) -> jax.Array:
 #: YNNPACK library, whose sums came out differently with the number of rows, i.e. with
 #: how many seeds (or sweep points) share a launch: a seed's numbers changed in the last
 #: bits with the batch it was replayed in. XLA's own reduction loops keep a seed's run the
-#: same whatever the batch (``tests/test_launch_size.py``) and are also faster here (1.8×
-#: on model averaging with 2,000 seeds per launch; ``benchmarks/replay.py``, row (j)).
-#: Matrix products stay with the library (``INDIVIDUAL_DOT``, the other default type).
-CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type":
-                        "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
+#: same in the tested workloads (``tests/test_launch_size.py``) and are also faster here
+#: (1.5–1.8× on model averaging with 2,000 seeds per launch; ``benchmarks/replay.py``,
+#: row (j)). Matrix products stay with the library (``INDIVIDUAL_DOT``, the other default
+#: type). Read-only: the compiled programs' caches do not key on it.
+CPU_COMPILER_OPTIONS = types.MappingProxyType(
+    {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"})
 
 
 @functools.cache
 def _options_supported(options: tuple) -> bool:
-    """Whether this XLA accepts ``options`` (an experimental flag may go away)."""
+    """Whether this XLA accepts ``options`` (an experimental flag may go away): False, with
+    a warning, when it refuses them as an invalid argument; any other failure is raised."""
     try:
         jax.jit(lambda x: x + 1, compiler_options=dict(options)).lower(
             np.float32(0)).compile()
-    except Exception:  # noqa: BLE001 - any refusal means: compile without them
+    except jax.errors.JaxRuntimeError as error:
+        if "INVALID_ARGUMENT" not in str(error):
+            raise
+        warnings.warn(f"this XLA refuses the compile options {dict(options)} ({error}); "
+                      "compiling without them, so a seed's numbers may depend on how many "
+                      "seeds share its replay", RuntimeWarning, stacklevel=2)
         return False
     return True
 
 
-def compiler_options() -> dict:
-    """The options the replay compiles with: :data:`CPU_COMPILER_OPTIONS` when JAX's
-    default backend is the CPU and this XLA accepts them, else none."""
-    if jax.default_backend() != "cpu" or not CPU_COMPILER_OPTIONS:
+def compiler_options(platform: str | None = None) -> dict:
+    """The options every executor compiles with for ``platform`` (default: JAX's default
+    backend): :data:`CPU_COMPILER_OPTIONS` on a CPU where this XLA accepts them, else none."""
+    platform = jax.default_backend() if platform is None else platform
+    if platform != "cpu" or not CPU_COMPILER_OPTIONS:
         return {}
     options = tuple(sorted(CPU_COMPILER_OPTIONS.items()))
     return dict(options) if _options_supported(options) else {}
