@@ -261,3 +261,31 @@ def test_compiled_once_for_new_seeds():
     assert traced > 0
     assert len(calls) == traced  # nothing traced again
     assert not np.array_equal(first.final_params, second.final_params)
+
+
+def test_record_exchanges_ends_where_the_replay_ends_and_marks_divergence():
+    """The recording scan runs replay's events: the same final centres and the same
+    divergence; every commit's staleness is the trace's, and its scale NaN once diverged."""
+    from asynclab.engine import record_exchanges
+    from asynclab.rules import make_rule
+
+    trace = simulate_async(Cluster(3), local_steps=2, commits=40, rng=1)
+    rule = make_rule("adag", learning_rate=0.05, local_steps=2, gamma=1e-3)
+    problem = quadratic(dim=3, condition=10.0)
+    record = record_exchanges(rule, problem, trace, seeds=[0, 1, 2], noise=1.0)
+    want = replay(rule, problem, trace, seeds=[0, 1, 2], noise=1.0)
+    np.testing.assert_allclose(record.final_params, want.final_params, rtol=1e-6, atol=1e-7)
+    assert (record.staleness == trace.staleness[None]).all()
+    assert record.scale.shape == (3, 40) and np.all((record.scale > 0) & (record.scale <= 1))
+    assert record.scale.min() < 0.99  # the scaling is exercised
+
+    big = make_rule("downpour", learning_rate=0.5)
+    fast = simulate_async(Cluster(2), commits=30, rng=0)
+    record = record_exchanges(big, "beale", fast, seeds=[0, 1])
+    want = replay(big, "beale", fast, seeds=[0, 1])
+    # replay also stops a run whose recorded loss overflows while the centre is still
+    # finite (here one commit earlier); the recording marks the commit whose centre did
+    assert np.all(want.diverged_at >= 0) and np.all(record.diverged_at >= want.diverged_at)
+    for s, at in enumerate(record.diverged_at):
+        assert at >= 0, "η = 0.5 diverges on Beale"
+        assert np.all(record.scale[s, :at] == 1.0) and np.all(np.isnan(record.scale[s, at:]))

@@ -58,7 +58,7 @@ def _check_probe(data, lam):
     scale = data[f"probe_scale_{lam}"]
     staleness = data[f"probe_staleness_{lam}"]
     worker = data[f"probe_worker_{lam}"]
-    # the recomputed exchanges reproduce the recorded centres
+    # the recording of the exchanges ends where the replay ends
     assert float(data[f"probe_reconstruction_error_{lam}"]) < 1e-6
     # a commit with τ = 0 meets an unmoved centre: the scale is exactly 1; otherwise in (0, 1]
     assert np.all(scale[staleness == 0] == 1.0)

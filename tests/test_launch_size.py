@@ -76,6 +76,8 @@ def test_this_xla_accepts_the_flag():
     fall back to compiling without it, with a warning; see the next test)."""
     assert _core._options_supported(tuple(sorted(_core.CPU_COMPILER_OPTIONS.items())))
     assert _core.compiler_options("cpu") == dict(_core.CPU_COMPILER_OPTIONS)
+    assert _core.compiler_options("cpu") == {
+        "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"}
     assert _core.compiler_options("gpu") == {}
 
 

@@ -41,6 +41,11 @@ def test_staleness_of_one_cluster_has_the_closed_loop_mean_and_the_geometric_fit
     assert data["counts"][0].tolist() == np.bincount(tau).tolist()
     assert data["mean"][0] == pytest.approx(n - 1, abs=0.1)  # E[τ] = n − 1
     assert data["p_fit"][0] == pytest.approx(1 / (1 + tau.mean()))
+    # theory, independent of the helper: with exponential compute times each commit is
+    # any given worker's with probability 1/n, so τ is geometric with p = 1/n
+    assert data["p_fit"][0] == pytest.approx(1 / n, abs=0.01)
+    share = data["counts"][0][:6] / data["counts"][0].sum()
+    np.testing.assert_allclose(share, (1 / n) * (1 - 1 / n) ** np.arange(6), atol=0.01)
 
 
 def test_constant_compute_times_give_every_commit_the_staleness_n_minus_one():
@@ -96,7 +101,8 @@ def test_accumulated_counts_are_the_cells_runs_in_batches_with_wilson_intervals(
     assert last["low"][0, 0] == pytest.approx(low) and last["high"][0, 0] == pytest.approx(high)
     assert [row[0] for row in last["history"][(10, 2)]] == [6, 12]
     assert last["done"] == 1.0
-    figure_png(plot_running_probability(snapshots[0]))
+    png = figure_png(plot_running_probability(snapshots[0]))
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
 
 
 def test_a_window_that_does_not_divide_the_budget_is_refused():
@@ -161,6 +167,10 @@ def test_rules_are_compared_on_one_schedule():
     a, b = results.values()
     assert np.array_equal(a.time, b.time) and np.array_equal(a.worker, b.worker)
     assert not np.allclose(a.loss, b.loss)  # DynSGD scales stale commits down
+    # with one worker nothing is stale: DynSGD's factor 1/(τ + 1) is 1, DOWNPOUR exactly
+    one = compare_rules(["downpour", "dynsgd"], problem="beale", workers=1, commits=60,
+                        learning_rate=1e-3, progress=False)
+    np.testing.assert_array_equal(one["downpour"].loss, one["dynsgd"].loss)
     with pytest.raises(ConfigError, match="rules"):
         compare_rules([])
 

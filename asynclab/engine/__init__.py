@@ -3,6 +3,8 @@
 from ._core import INITS as INITS
 from ._core import initial_state as initial_state
 from ._core import seed_keys as seed_keys
+from ._replay import ExchangeRecord as ExchangeRecord
+from ._replay import record_exchanges as record_exchanges
 from ._replay import replay as replay
 from ._replay import structure_key as structure_key
 from ._replay import with_values as with_values
@@ -18,11 +20,13 @@ from ._sweep import sweep as sweep
 
 __all__ = [
     "INITS",
+    "ExchangeRecord",
     "SCORES",
     "Result",
     "best_point",
     "build_rule",
     "initial_state",
+    "record_exchanges",
     "replay",
     "replay_grid",
     "run",

@@ -68,19 +68,30 @@ def _guarded(carry: Carry, new_server, new_workers, active, index) -> Carry:
     )
 
 
-def asynchronous_event(rule, gradient):
-    """One commit: local work of the committing worker, then its exchange."""
+def _commit(rule, gradient):
+    """One commit, also returning the exchange's :class:`~asynclab.rules.ExchangeInfo`."""
 
-    def event(carry: Carry, worker_keys, worker_id, active, index):
+    def commit(carry: Carry, worker_keys, worker_id, active, index):
         before = row(carry.workers, worker_id)
         worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
-        server, worker_after, _ = rule.exchange(carry.server, worker)
+        server, worker_after, info = rule.exchange(carry.server, worker)
         # Only the committing worker's row can change: select on that row alone.
         kept = _guarded(
             Carry(carry.server, before, carry.diverged_at), server, worker_after, active, index
         )
         workers = put_row(carry.workers, worker_id, kept.workers)
-        return Carry(kept.server, workers, kept.diverged_at), worker.params
+        return Carry(kept.server, workers, kept.diverged_at), worker.params, info
+
+    return commit
+
+
+def asynchronous_event(rule, gradient):
+    """One commit: local work of the committing worker, then its exchange."""
+    commit = _commit(rule, gradient)
+
+    def event(carry: Carry, worker_keys, worker_id, active, index):
+        carry, params, _ = commit(carry, worker_keys, worker_id, active, index)
+        return carry, params
 
     return event
 
@@ -438,6 +449,67 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
     final = jax.tree.map(np.asarray, carry.server.center)
     return _Replayed(loss, final, np.asarray(carry.diverged_at), center_path, worker_path,
                      recorded)
+
+
+class ExchangeRecord(NamedTuple):
+    """What :func:`record_exchanges` keeps of every commit of a trace, per seed.
+
+    Attributes:
+      scale: ``(S, T)`` the factor the server applied to each commit
+        (:class:`~asynclab.rules.ExchangeInfo`; ADAG: the mean over the weights of
+        1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1), 1 for plain addition); NaN from the commit at which
+        the run diverged on.
+      staleness: ``(S, T)`` each commit's staleness τ as the rule counted it.
+      final_params: the centre after the last commit, a leading seed axis on every leaf.
+      diverged_at: ``(S,)`` the commit whose centre turned non-finite, -1 if none did
+        (:func:`replay` may mark a run earlier, when a recorded loss overflows while the
+        centre is still finite).
+    """
+
+    scale: np.ndarray
+    staleness: np.ndarray
+    final_params: object
+    diverged_at: np.ndarray
+
+
+def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
+                     seeds: int | Sequence[int] = 0, noise: float = 0.0) -> ExchangeRecord:
+    """Replay one asynchronous trace for every seed, recording each commit's
+    :class:`~asynclab.rules.ExchangeInfo` (which :func:`replay` does not keep).
+
+    The events are :func:`replay`'s (same initial state, keys, gradient oracle and
+    divergence guard), in one compiled scan without loss records or chunks, so the final
+    centres equal :func:`replay`'s for the same seeds (a diverged run's may not: replay
+    also stops at a recorded loss that overflows).
+    """
+    rule, problem, trace = _checked_inputs(rule, problem, trace)
+    if rule.synchronous or not isinstance(trace, Trace):
+        raise ConfigError(f"record_exchanges takes an asynchronous rule and its Trace; got "
+                          f"{rule.name} with a {type(trace).__name__}")
+    seeds = _check_seeds(seeds)
+    n = check_traces(rule, [trace])
+    commit = _commit(rule, stochastic_gradient(problem, noise))
+    order = jnp.asarray(trace.worker, jnp.int32)
+    index = jnp.arange(trace.n_events, dtype=jnp.int32)
+
+    def one(init_key, worker_keys):
+        carry = _initial_carry(rule, problem, init_key, n, "start")
+
+        def step(carry, event):
+            carry, _, info = commit(carry, worker_keys, event[0], jnp.bool_(True), event[1])
+            return carry, info
+
+        carry, info = jax.lax.scan(step, carry, (order, index))
+        return carry.server.center, carry.diverged_at, info
+
+    init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n)
+    center, diverged_at, info = jax.jit(jax.vmap(one), compiler_options=compiler_options())(
+        init_keys, worker_keys)
+    diverged_at = np.asarray(diverged_at)
+    after = (diverged_at[:, None] >= 0) & (np.arange(trace.n_events) >= diverged_at[:, None])
+    scale = np.where(after, np.nan, np.asarray(info.scale, np.float64))
+    return ExchangeRecord(scale, np.asarray(info.staleness, np.int64),
+                          jax.tree.map(np.asarray, center), diverged_at)
 
 
 def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:

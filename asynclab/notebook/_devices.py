@@ -80,7 +80,10 @@ def compare_executors(rule, problem, trace, devices, *, seed: int = 0, noise: fl
     differences = [np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max()
                    for a, b in zip(jax.tree.leaves(got.final_params),
                                    jax.tree.leaves(want.final_params), strict=True)]
-    differences.append(np.nanmax(np.abs(got.loss - want.loss)))
+    # a NaN where the other is finite is a difference (inf), not a value to skip
+    both_nan = np.isnan(got.loss) & np.isnan(want.loss)
+    loss_gap = np.where(both_nan, 0.0, np.abs(got.loss - want.loss))
+    differences.append(float(np.max(np.nan_to_num(loss_gap, nan=np.inf))))
     return {
         "device": got,
         "replay": want,

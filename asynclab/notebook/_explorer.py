@@ -13,6 +13,7 @@ so it works the same in Jupyter and in a served page).
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import time
@@ -362,7 +363,7 @@ class Explorer:
             result = run(**self.settings())
         except ConfigError as error:
             self.message.value = (f"<span style='color:#b00020'><b>cannot run this "
-                                  f"combination:</b> {_escape(str(error))}</span>")
+                                  f"combination:</b> {html.escape(str(error), quote=False)}</span>")
             self.timings = {"replay": time.perf_counter() - start, "draw": 0.0}
             return
         replayed = time.perf_counter()
@@ -446,10 +447,6 @@ class Explorer:
         self.figure.savefig(buffer, format="png", dpi=self.dpi,
                             pil_kwargs={"compress_level": 1})
         self.image.value = buffer.getvalue()
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _summary(result) -> str:

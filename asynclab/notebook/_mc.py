@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 
 from .._errors import ConfigError  # noqa: E402
 from ..plot._common import finish, series_colors  # noqa: E402
+from ..plot.model_averaging_mc import probability_bars  # noqa: E402
 from ..problems import get_problem  # noqa: E402
 from ..studies.model_averaging_mc import Config, replay_cell, wilson  # noqa: E402
 
@@ -99,21 +100,14 @@ def plot_running_probability(data: dict, path=None):
     workers = data["workers"]
     lams = [int(v) for v in data["local_steps"]]
     fig, (ax, rx) = plt.subplots(1, 2, figsize=(13, 4.6))
-    width = 0.8 / len(lams)
-    colors = series_colors(len(lams), 0.15, 0.75)
-    for i, (lam, color) in enumerate(zip(lams, colors, strict=True)):
-        x = np.arange(len(workers)) + (i - (len(lams) - 1) / 2) * width
-        p = np.nan_to_num(data["probability"][i])
-        low = np.nan_to_num(data["low"][i])
-        high = np.nan_to_num(data["high"][i])
-        ax.bar(x, p, width, color=color, label=f"λ = {lam}")
-        ax.errorbar(x, p, yerr=[p - low, high - p], fmt="none", ecolor="k", capsize=3, lw=1)
+    high = np.nan_to_num(data["high"])
+    positions = probability_bars(ax, workers, lams, np.nan_to_num(data["probability"]),
+                                 np.nan_to_num(data["low"]), high,
+                                 [f"λ = {lam}" for lam in lams])
+    for i, x in enumerate(positions):
         for k, n in enumerate(x):
-            ax.annotate(f"{int(data['runs'][i, k])}", (n, min(high[k] + 0.02, 0.95)),
+            ax.annotate(f"{int(data['runs'][i, k])}", (n, min(high[i, k] + 0.02, 0.95)),
                         ha="center", fontsize=7)
-    ax.set_xticks(np.arange(len(workers)), [str(n) for n in workers])
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("number of workers n (each starts uniformly in [−4, 4]²)")
     ax.set_ylabel(f"P(central loss < {data['success_loss']:g} at the end)")
     ax.set_title(f"{100 * data['done']:.0f} % of the runs done (runs per bar above it), "
                  "95 % Wilson intervals", fontsize=10)

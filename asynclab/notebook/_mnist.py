@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import matplotlib
 
 matplotlib.use("Agg")
@@ -20,10 +19,9 @@ import numpy as np  # noqa: E402
 
 from .._errors import ConfigError  # noqa: E402
 from ..cluster import Trace  # noqa: E402
-from ..engine import Result, run  # noqa: E402
-from ..engine._core import check_traces, initial_state, put_row, row, seed_keys  # noqa: E402
+from ..engine import Result, record_exchanges, run  # noqa: E402
 from ..plot._common import finish, series_colors  # noqa: E402
-from ..problems import Problem, get_problem, stochastic_gradient  # noqa: E402
+from ..problems import Problem  # noqa: E402
 from ..rules import Rule  # noqa: E402
 
 
@@ -71,7 +69,8 @@ class ExchangeRecord(NamedTuple):
 
     Attributes:
       scale: ``(T,)`` the factor the server applied to each commit (ADAG: the mean over
-        the weights of 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1); 1 for plain addition).
+        the weights of 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1); 1 for plain addition; NaN once the
+        run has diverged).
       staleness: ``(T,)`` the commit's staleness τ as the rule counted it.
       final_params: the centre after the last commit.
     """
@@ -84,36 +83,12 @@ class ExchangeRecord(NamedTuple):
 def exchange_record(rule: Rule, problem: Problem | str, trace: Trace, *, seed: int = 0,
                     noise: float = 0.0) -> ExchangeRecord:
     """Replay ``trace`` with an asynchronous ``rule`` for one seed, recording every
-    exchange's :class:`~asynclab.rules.ExchangeInfo`.
-
-    The arithmetic is the replay engine's (same initial state, keys and gradient
-    oracle), so ``final_params`` equals :func:`asynclab.replay`'s for the same seed.
-    """
-    problem = get_problem(problem) if isinstance(problem, str) else problem
-    if rule.synchronous or not isinstance(trace, Trace):
-        raise ConfigError(f"exchange_record takes an asynchronous rule and its Trace; got "
-                          f"{rule.name} with a {type(trace).__name__}")
-    n = check_traces(rule, [trace])
-    gradient = stochastic_gradient(problem, noise)
-
-    @jax.jit
-    def replay_one(seed, order):
-        init_key, worker_keys = seed_keys(seed, n)
-        server, workers = initial_state(rule, problem, init_key, n)
-
-        def event(carry, k):
-            server, workers = carry
-            worker = rule.local(row(workers, k), gradient, worker_keys[k], k)
-            server, worker, info = rule.exchange(server, worker)
-            return (server, put_row(workers, k, worker)), (info.scale, info.staleness)
-
-        (server, _), (scale, staleness) = jax.lax.scan(event, (server, workers), order)
-        return server.center, scale, staleness
-
-    center, scale, staleness = replay_one(jnp.uint32(seed),
-                                          jnp.asarray(trace.worker, jnp.int32))
-    return ExchangeRecord(np.asarray(scale, np.float64), np.asarray(staleness, np.int64),
-                          jax.tree.map(np.asarray, center))
+    exchange's :class:`~asynclab.rules.ExchangeInfo`: one seed of
+    :func:`asynclab.engine.record_exchanges`, so ``final_params`` equals
+    :func:`asynclab.replay`'s for the same seed."""
+    record = record_exchanges(rule, problem, trace, seeds=[seed], noise=noise)
+    return ExchangeRecord(record.scale[0], record.staleness[0],
+                          jax.tree.map(lambda x: x[0], record.final_params))
 
 
 def plot_rule_comparison(results: dict[str, Result], scales: ExchangeRecord | None = None,

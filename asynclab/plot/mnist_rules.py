@@ -79,15 +79,12 @@ def _efficiency_panel(ax, data):
     ax.legend(fontsize=7, ncol=2)
 
 
-def _curves_panel(ax, data, key, early: bool):
+def _curves_panel(ax, data, key):
     i, j = _shown_cell(data)
     times = data["record_time"][i, j]  # (seeds, records)
-    stop = times.shape[-1]
-    if early:
-        stop = max(3, int(round(0.35 * (stop - 1))) + 1)
     for r, rule in enumerate(_rules(data)):
         for s in range(times.shape[0]):
-            ax.plot(times[s, :stop], data[key][r, i, j, s, :stop], color=COLORS.get(rule),
+            ax.plot(times[s], data[key][r, i, j, s], color=COLORS.get(rule),
                     lw=1.0, alpha=0.8, label=NAMES.get(rule, rule) if s == 0 else None)
     n, lam = int(data["workers"][i]), int(data["windows"][j])
     ax.set_xlabel("simulated time (s)")
@@ -144,8 +141,8 @@ def plot_mnist_rules(data: dict, path=None, *, title: str | None = None):
             axes[0, j].axis("off")
     _target_panel(axes[0, 2], data)
     _efficiency_panel(axes[0, 3], data)
-    _curves_panel(axes[1, 0], data, "accuracy", early=False)
-    _curves_panel(axes[1, 1], data, "loss", early=False)
+    _curves_panel(axes[1, 0], data, "accuracy")
+    _curves_panel(axes[1, 1], data, "loss")
     _scale_panel(axes[1, 2], data)
     _worker_panel(axes[1, 3], data)
     return finish(fig, path, title, rect=(0, 0, 1, 0.95) if title else None)

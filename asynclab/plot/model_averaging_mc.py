@@ -24,6 +24,26 @@ def _budget_text(data) -> str:
     return "budget (local steps per worker): " + ", ".join(parts)
 
 
+def probability_bars(ax, workers, lams, p, low, high, labels):
+    """Bars of P(success) against n, one series per λ (``p``, ``low``, ``high``: one row
+    per λ), with their intervals as error bars; returns the bars' x positions (one row
+    per λ)."""
+    width = 0.8 / len(lams)
+    colors = series_colors(len(lams), 0.15, 0.75)
+    positions = []
+    for k, (p_k, low_k, high_k, label, color) in enumerate(
+            zip(p, low, high, labels, colors, strict=True)):
+        x = np.arange(len(workers)) + (k - (len(lams) - 1) / 2) * width
+        ax.bar(x, p_k, width, color=color, label=label)
+        ax.errorbar(x, p_k, yerr=[p_k - low_k, high_k - p_k], fmt="none", ecolor="k",
+                    capsize=3, lw=1)
+        positions.append(x)
+    ax.set_xticks(np.arange(len(workers)), [str(n) for n in workers])
+    ax.set_xlabel("number of workers n (each starts uniformly in [−4, 4]²)")
+    ax.set_ylim(0.0, 1.0)
+    return positions
+
+
 def plot_model_averaging_mc(data: dict, path=None):
     """Bars of P(success) against n for each λ of the bar chart, with 95 % Wilson
     intervals, and a heatmap over (n, λ)."""
@@ -34,19 +54,11 @@ def plot_model_averaging_mc(data: dict, path=None):
     eta, noise, threshold = data["learning_rate"], data["noise"], data["success_loss"]
     fig, (ax, hx) = plt.subplots(1, 2, figsize=(16, 7.0),
                                  gridspec_kw={"width_ratios": [1.25, 1]})
-    width = 0.8 / len(bar_lams)
-    colors = series_colors(len(bar_lams), 0.15, 0.75)
-    for k, (lam, c) in enumerate(zip(bar_lams, colors, strict=True)):
-        i = lams.index(lam)
-        x = np.arange(len(workers)) + (k - (len(bar_lams) - 1) / 2) * width
-        runs = int(data["runs"][i].min())
-        ax.bar(x, p[i], width, color=c, label=f"λ = {lam} ({runs:,} runs per bar)")
-        ax.errorbar(x, p[i], yerr=[p[i] - low[i], high[i] - p[i]], fmt="none", ecolor="k",
-                    capsize=3, lw=1)
-    ax.set_xticks(np.arange(len(workers)), [str(n) for n in workers])
-    ax.set_xlabel("number of workers n (each starts uniformly in [−4, 4]²)")
+    rows = [lams.index(lam) for lam in bar_lams]
+    probability_bars(ax, workers, bar_lams, p[rows], low[rows], high[rows],
+                     [f"λ = {lam} ({int(data['runs'][i].min()):,} runs per bar)"
+                      for lam, i in zip(bar_lams, rows, strict=True)])
     ax.set_ylabel(f"P(central loss < {threshold:g} at the end of the budget)")
-    ax.set_ylim(0.0, 1.0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper left", fontsize=9)
     ax.set_title(f"Model averaging on Beale: probability of reaching the global minimum\n"

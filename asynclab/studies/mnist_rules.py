@@ -19,9 +19,9 @@ and the centre's validation accuracy at ``records`` evenly spaced commits, and d
 - loss spikes: the largest rise of the training loss above its running minimum in the
   first ``spike_fraction`` of the run (``spike``) and in the whole run (``spike_all``),
   relative to the initial loss;
-- ADAG's scale factors: a short replay of ADAG recorded at every commit, on the net's
-  parameters as one vector, from which each commit's exchange is recomputed with the
-  rule's own ``exchange`` (the recomputed centre is checked against the recorded one).
+- ADAG's scale factors: a short replay of ADAG that records every exchange's
+  ``ExchangeInfo`` (:func:`asynclab.engine.record_exchanges`), checked to end at the
+  centre :func:`asynclab.replay` ends at.
 """
 
 from __future__ import annotations
@@ -29,18 +29,15 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from .._errors import ConfigError
-from .._oracle import Oracle
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async
-from ..engine import replay
+from ..engine import record_exchanges, replay
 from ..engine._metrics import first_reached, temporal_efficiency
 from ..problems import Problem, get_problem
-from ..rules import WorkerState, make_rule
+from ..rules import make_rule
 
 RULES = ("downpour", "dynsgd", "aeasgd", "agn", "adag")
 
@@ -170,64 +167,28 @@ def _derived(config: Config, data: dict) -> dict:
     }
 
 
-def flat_problem(problem: Problem) -> Problem:
-    """The same problem with its parameters as one vector (for recording paths)."""
-    flat_start, unravel = ravel_pytree(jax.tree.map(jnp.asarray, problem.start))
-
-    def flat(tree):
-        return ravel_pytree(tree)[0]
-
-    def oracle(noise):
-        inner = problem.oracle(noise)
-        return Oracle(
-            prepare=lambda p, key, worker, first, count: inner.prepare(
-                unravel(p), key, worker, first, count),
-            gradient=lambda p, window, j: flat(inner.gradient(unravel(p), window, j)),
-            sample=lambda p, key, worker, step: flat(inner.sample(unravel(p), key, worker,
-                                                                  step)))
-
-    return problem._replace(
-        loss=lambda p: problem.loss(unravel(p)),
-        batch_loss=lambda p, batch: problem.batch_loss(unravel(p), batch),
-        start=np.asarray(flat_start),
-        init=lambda key: flat(problem.init(key)),
-        oracle=oracle,
-        evaluate=lambda p: problem.evaluate(unravel(p)),
-    )
-
-
 def adag_scales(config: Config, local_steps: int) -> dict:
     """ADAG's scale factor of every commit in the first ``probe_commits`` commits.
 
-    The replay records the centre after every commit and the committing worker's
-    parameters; each commit's exchange is then recomputed with the rule's own
-    ``exchange`` from (centre before it, worker after its local work, centre it pulled),
-    which returns the mean scale factor over the weights. The recomputed centre must equal
-    the recorded one (``reconstruction_error``, the largest absolute difference).
+    Each seed's schedule is replayed by :func:`asynclab.engine.record_exchanges`, which
+    keeps every exchange's ``ExchangeInfo`` (the mean scale factor over the weights), and
+    by :func:`asynclab.replay` for the training loss after every commit; the two must end
+    at the same centre (``reconstruction_error``, the largest absolute difference).
     """
     n, commits = config.probe_workers, config.probe_commits
     seeds = list(range(config.probe_seeds))
-    problem = flat_problem(problem_for(config, n))
+    problem = problem_for(config, n)
     rule = rule_for("adag", config, local_steps)
     traces = traces_for(config, n, local_steps, commits, seeds)
-    result = replay(rule, problem, traces, seeds=seeds, record_every=1, record_paths=True,
-                    progress=False)
-    centers = result.center_path  # (S, T + 1, d): centre after c commits
-    exchange = jax.jit(jax.vmap(rule.exchange))
+    result = replay(rule, problem, traces, seeds=seeds, record_every=1, progress=False)
     scale = np.zeros((len(seeds), commits), np.float32)
     error = 0.0
     for s, trace in enumerate(traces):
-        clock = jnp.arange(commits, dtype=jnp.int32)
-        pulled = clock - jnp.asarray(trace.staleness, jnp.int32)
-        server = jax.vmap(rule.init_server)(jnp.asarray(centers[s, :-1]))._replace(
-            clock=clock)  # server momentum is 0 here: its velocity adds nothing
-        zero = jnp.zeros(commits, jnp.int32)
-        worker = WorkerState(params=jnp.asarray(result.worker_path[s]), inner_state=(),
-                             pulled_center=jnp.asarray(centers[s, np.asarray(pulled)]),
-                             pulled_clock=pulled, steps=zero)
-        new, _, info = exchange(server, worker)
-        scale[s] = np.asarray(info.scale)
-        error = max(error, float(np.max(np.abs(np.asarray(new.center) - centers[s, 1:]))))
+        record = record_exchanges(rule, problem, trace, seeds=[seeds[s]])
+        scale[s] = record.scale[0]
+        for mine, theirs in zip(jax.tree.leaves(record.final_params),
+                                jax.tree.leaves(result.final_params), strict=True):
+            error = max(error, float(np.max(np.abs(mine[0] - theirs[s]))))
     per_worker = np.array([[scale[s, traces[s].worker == k].mean()
                             if np.any(traces[s].worker == k) else np.nan
                             for k in range(n)] for s in range(len(seeds))])
