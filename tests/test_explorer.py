@@ -125,14 +125,78 @@ def test_rule_controls_follow_the_rule_declaration(explorer):
     assert explorer.controls["local_steps"].value == 32  # the rule's own default λ
 
 
+def test_a_one_worker_rule_sets_one_worker(explorer):
+    explorer.controls["rule"].value = "sequential_sgd"
+    assert explorer.controls["workers"].value == 1
+    assert explorer.result.config["workers"] == 1
+    assert "cannot run" not in explorer.message.value and explorer.error is None
+
+
 def test_impossible_combination_is_a_message_not_a_traceback(explorer):
+    explorer.controls["rule"].value = "sequential_sgd"
     picture = explorer.image.value
-    explorer.controls["rule"].value = "sequential_sgd"  # one worker only, n = 4 here
+    explorer.controls["workers"].value = 4  # sequential SGD runs one worker only
     assert "sequential_sgd runs one worker" in explorer.message.value
     assert explorer.image.value == picture
-    explorer.controls["workers"].value = 1
+    explorer.controls["workers"].value = 1  # back to the run drawn before, the same bits
     assert "cannot run" not in explorer.message.value
-    assert explorer.image.value != picture
+    assert explorer.image.value == picture
+
+
+# a new value for every control of the explorer, in an order where each one changes the run
+# (the shape only matters for lognormal/gamma, the straggler's worker and time only with a
+# delay); the problem control visits every surface and comes back
+CONTROL_MOVES = [
+    ("problem", "rosenbrock"), ("problem", "booth"), ("problem", "himmelblau"),
+    ("problem", "beale"), ("workers", 3), ("learning_rate", 0.002), ("noise", 2.0),
+    ("commits", 300), ("seeds", 3), ("distribution", "lognormal"), ("shape", 2.0),
+    ("heterogeneity", 0.5), ("straggler_delay", 30.0), ("straggler_worker", 1),
+    ("straggler_at", 10.0), ("rule", "model_averaging"), ("local_steps", 4),
+    ("rule", "downpour"),
+]
+
+
+def test_every_control_changes_the_picture_without_an_error(explorer):
+    moved = {name for name, _ in CONTROL_MOVES}
+    assert moved == set(explorer.controls), "a control the test does not move"
+    for name, value in CONTROL_MOVES:
+        picture = explorer.image.value
+        explorer.controls[name].value = value
+        assert explorer.error is None, (name, explorer.error)
+        assert "cannot run" not in explorer.message.value, (name, explorer.message.value)
+        assert explorer.image.value != picture, name
+        assert explorer.result.config["workers"] == explorer.controls["workers"].value
+    assert explorer.result.config["problem"] == "beale"
+    for name, control in explorer.rule_controls.items():  # DOWNPOUR's own controls
+        picture = explorer.image.value
+        if name == "inner":
+            continue  # a static switch; the rules tests cover the inner optimizers
+        control.value = 0.3
+        assert explorer.error is None and explorer.image.value != picture, name
+
+
+def test_the_problem_control_redraws_the_surface(explorer):
+    explorer.controls["problem"].value = "himmelblau"
+    assert explorer.result.config["problem"] == "himmelblau"
+    # the centre starts at Himmelblau's start, and the contour axes show its domain
+    from asynclab.problems import himmelblau
+    np.testing.assert_allclose(center_line(explorer)[0], np.asarray(himmelblau().start))
+    (x0, x1), (y0, y1) = explorer.axes["paths"].get_xlim(), explorer.axes["paths"].get_ylim()
+    (dx0, dx1), (dy0, dy1) = himmelblau().domain
+    assert (x0, x1, y0, y1) == pytest.approx((dx0, dx1, dy0, dy1))
+
+
+def test_an_error_in_a_callback_is_shown_on_the_page(explorer, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(explorer, "_draw", broken)
+    explorer.controls["learning_rate"].value = 0.002
+    assert isinstance(explorer.error, RuntimeError)
+    assert "RuntimeError: boom" in explorer.message.value
+    monkeypatch.undo()
+    explorer.controls["learning_rate"].value = 0.003
+    assert explorer.error is None
 
 
 def test_time_slider_cuts_the_paths(explorer):

@@ -36,6 +36,9 @@ from ..rules import RULES
 #: The 2-D surfaces the explorer draws (problems with a plotting domain).
 SURFACES = ("beale", "rosenbrock", "booth", "himmelblau")
 
+#: Rules that run one worker: choosing one sets n = 1.
+ONE_WORKER_RULES = ("sequential_sgd",)
+
 #: The largest gradient-noise variance σ² the control offers. σ² is a traced value of
 #: the replay: only going from 0 to σ² > 0 (noise drawn or not) compiles.
 NOISE_MAX = 100.0
@@ -178,6 +181,7 @@ class Explorer:
             raise ConfigError(f"noise must be a number in [0, {NOISE_MAX:g}], got {noise!r}")
         self.dpi = dpi
         self.result = None
+        self.error: Exception | None = None
         self.timings: dict[str, float] = {}
         self._hold_depth = 0
         self._pending = False
@@ -318,6 +322,8 @@ class Explorer:
     def _on_rule(self, change) -> None:
         with self.hold():
             self._set_rule_controls(change["new"])
+            if change["new"] in ONE_WORKER_RULES:
+                self.controls["workers"].value = 1
             self._pending = True
 
     def _on_workers(self, change) -> None:
@@ -356,16 +362,33 @@ class Explorer:
     # ------------------------------------------------------------------ updating
     def update(self) -> None:
         """Run the controls' configuration and redraw (a clear message instead when the
-        combination cannot run)."""
+        combination cannot run).
+
+        Any other error is shown on the page too, with its type, and kept in
+        ``self.error`` (a widget callback's exception would otherwise vanish, leaving a
+        stale picture and controls that seem dead); ``self.error`` is None after a
+        successful update.
+        """
         self._pending = False
         start = time.perf_counter()
         try:
-            result = run(**self.settings())
+            self._update(start)
         except ConfigError as error:
+            self.error = None
             self.message.value = (f"<span style='color:#b00020'><b>cannot run this "
                                   f"combination:</b> {html.escape(str(error), quote=False)}</span>")
             self.timings = {"replay": time.perf_counter() - start, "draw": 0.0}
-            return
+        except Exception as error:  # noqa: BLE001 - shown on the page, never swallowed
+            self.error = error
+            self.message.value = (f"<span style='color:#b00020'><b>the explorer failed:</b> "
+                                  f"{html.escape(type(error).__name__)}: "
+                                  f"{html.escape(str(error), quote=False)}</span>")
+            self.timings = {"replay": time.perf_counter() - start, "draw": 0.0}
+        else:
+            self.error = None
+
+    def _update(self, start: float) -> None:
+        result = run(**self.settings())
         replayed = time.perf_counter()
         self.result = result
         self._draw(result)
@@ -386,11 +409,14 @@ class Explorer:
         problem = get_problem(self.controls["problem"].value)
         ax = self.axes["paths"]
         if self._drawn_problem is not problem:
+            # clearing the axes removes the old paths with the old contours
             ax.cla()
             draw_contours(ax, problem, resolution=120, levels=25)
             self._drawn_problem = problem
-        for artist in self.artists.get("workers", []) + self.artists.get("center", []):
-            artist.remove()
+        else:
+            for artist in self.artists.get("workers", []) + self.artists.get("center", []):
+                artist.remove()
+        self.artists["workers"] = self.artists["center"] = []
         self._paths = worker_paths(result)
         workers = []
         for k, (_, points) in enumerate(self._paths):
