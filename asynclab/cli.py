@@ -727,10 +727,7 @@ def _figures(args) -> int:
 def _figure_names() -> str:
     from .figures import available
 
-    try:
-        return ", ".join(available())
-    except ConfigError:
-        return "(none found: run from the repository root)"
+    return ", ".join(available())
 
 
 # ---------------------------------------------------------------- step-time logs
@@ -873,10 +870,11 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=_Help,
                        epilog=f"figures: {_figure_names()}")
     p.add_argument("names", nargs="*", metavar="NAME",
-                   help="figure names (default: every figure in figures/, listed below)")
+                   help="figure names (default: every figure, listed below)")
     p.add_argument("--quick", action="store_true", help="small, fast versions")
     p.add_argument("--out", default=None,
-                   help="output folder (default: figures/); data go to OUT/data/")
+                   help="output folder (default: ./figures if it exists, else the current "
+                        "folder); data go to OUT/data/")
     p.set_defaults(func=_figures)
     return parser
 

@@ -12,13 +12,13 @@ ORDER = ["staleness", "straggler", "implicit_momentum", "momentum_tuning",
 
 HEADER = """# Figures
 
-Every figure is a small script here with a `main(quick=False, out=...)`; its simulation
-is a study in `asynclab.studies` (config in, data out) and its drawing is in
-`asynclab.plot`. `asynclab figures` rebuilds them all (from the repository root);
-`asynclab figures NAME... [--quick] [--out DIR]` some of them. Each run also writes the
-study's data to `figures/data/NAME.npz` (`asynclab.studies.load`), so a figure can be
-redrawn without re-simulating. The tests run every figure's `main(quick=True)` and check
-its claim numerically.
+Every figure is registered in `asynclab.figures` (shipped with the package): its
+simulation is a study in `asynclab.studies` (config in, data out) and its drawing is in
+`asynclab.plot`. `asynclab figures` rebuilds them all (into `./figures` when run from the
+repository root, else into the current folder); `asynclab figures NAME... [--quick]
+[--out DIR]` some of them. Each run also writes the study's data to `figures/data/NAME.npz`
+(`asynclab.studies.load`), so a figure can be redrawn without re-simulating. The tests
+run every figure's quick version and check its claim numerically.
 
 Run times below were measured on the project's 2-core machine. The whole
 `asynclab figures` took **652 s (10.9 min)** on 2026-11-26 at load ≈ 1 (model_averaging_mc

@@ -212,6 +212,9 @@ CLI = [
     ("demo --commits 0", "--commits"),
     ("demo --commits many", "--commits"),
     ("figures nosuchfigure", "unknown figure", "staleness"),
+    ("figures _assemble", "unknown figure", "staleness"),
+    ("figures ../figures/staleness", "unknown figure"),
+    ("figures {tmp}/evil", "unknown figure"),
     ("figures staleness --out {tmp}/garbage.npz", "--out", "not a folder"),
     ("figures staleness --out /proc/figures", "--out", "/proc"),
     # sweep shares run's model flags and checks
@@ -540,6 +543,21 @@ def test_cli_refuses_in_a_fresh_process(row, processes):
     assert "Traceback" not in proc.stderr
     for word in words:
         assert word in proc.stderr, (word, proc.stderr)
+
+
+def test_a_figure_name_never_runs_a_file(tmp_path, monkeypatch, capsys):
+    # a script beside the working folder's figures/ and one reached by a relative path:
+    # neither may run, whatever the name says
+    marker = tmp_path / "ran"
+    (tmp_path / "figures").mkdir()
+    for script in (tmp_path / "figures" / "evil.py", tmp_path / "evil.py"):
+        script.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
+                          f"def main(quick=False, out=None): pass\n")
+    monkeypatch.chdir(tmp_path)
+    for name in ("evil", "../evil", str(tmp_path / "evil"), "figures/evil"):
+        code, err = _error_text(["figures", name], capsys)
+        assert code == 2 and "unknown figure" in err, (name, err)
+    assert not marker.exists()
 
 
 def test_cli_names_the_missing_extra(capsys):

@@ -1,0 +1,131 @@
+"""The figures ``asynclab figures`` builds: each one a study, a drawing and a caption.
+
+A figure is data, not a file to execute: ``asynclab figures NAME`` looks NAME up in
+:data:`FIGURES` and nothing else, so a name can never run code from the disk.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+
+class Figure(NamedTuple):
+    """One figure: the study that computes it and the function that draws it.
+
+    Attributes:
+      name: the figure's name (``NAME.png`` and ``data/NAME.npz`` in the output folder).
+      summary: one sentence on what it shows.
+      study: the module of :mod:`asynclab.studies` that computes it.
+      draw: ``"module:function"`` of :mod:`asynclab.plot` that draws it.
+      title: ``title(config) -> str``, the title drawn from the study's config, or None.
+      pass_config: whether ``draw`` also takes the config as a dict (``config=``).
+    """
+
+    name: str
+    summary: str
+    study: str
+    draw: str
+    title: Callable | None = None
+    pass_config: bool = False
+
+    def main(self, quick: bool = False, out: str | Path | None = None) -> dict:
+        """Run the study (its quick config with ``quick``), save its data to
+        ``out/data/NAME.npz``, draw ``out/NAME.png``; returns the study's data."""
+        from . import default_out, produce
+
+        study = importlib.import_module(f"asynclab.studies.{self.study}")
+        module, function = self.draw.split(":")
+        draw = getattr(importlib.import_module(f"asynclab.plot.{module}"), function)
+        return produce(self.name, study, draw, quick=quick,
+                       out=default_out() if out is None else out, title=self.title,
+                       pass_config=self.pass_config)
+
+
+def _agn_title(config) -> str:
+    return (f"AGN with n = {config.workers} workers. Top: first commits Δ = a/λ of every "
+            f"worker from the pulled centre (unit length; black: −∇L) on a 2-D quadratic, "
+            f"η = {config.learning_rates[0]:g}, σ² = {config.direction_noise:g}, "
+            f"{config.direction_seeds} seeds.\nBottom: quadratic d = {config.dim}, "
+            f"condition {config.condition:g}, η = {config.learning_rate:g}; a batch of m "
+            f"examples ≡ gradient noise σ² = {config.noise:g}, a batch of λm ≡ σ²/λ and "
+            f"λ× the compute time; {config.seeds} seeds, each its own schedule")
+
+
+def _implicit_momentum_title(config) -> str:
+    return (f"Implicit momentum of asynchrony: DOWNPOUR (λ = 1), quadratic d = {config.dim}, "
+            f"condition {config.condition:g}, η = {config.learning_rate:g}, exponential "
+            f"compute times, mean over {config.seeds} seeds (own schedule each)")
+
+
+def _mnist_rules_title(config) -> str:
+    return (f"MNIST-5k ({config.model}, batch {config.batch_size}, one IID shard per worker), "
+            f"Adam inner optimizer η = {config.learning_rate:g}; AEASGD α = "
+            f"{config.elastic_alpha:g}, ADAG γ = {config.gamma:g}; every run "
+            f"{config.gradient_steps} gradient evaluations (all workers), exponential step "
+            f"times of mean 1 s, {config.seeds} seeds per cell (each its own schedule).\n"
+            f"Bottom right: ADAG's first {config.probe_commits} commits with "
+            f"n = {config.probe_workers}, {config.probe_seeds} seed(s)")
+
+
+def _momentum_tuning_title(config) -> str:
+    return (f"Joint (η, μ) tuning of DOWNPOUR (λ = 1) with server momentum, quadratic\n"
+            f"d = {config.dim}, condition {config.condition:g}, σ² = {config.noise:g}, "
+            f"{config.commits} commits, {config.seeds} seeds per point; target "
+            f"{config.target:g} × initial loss")
+
+
+def _scaling_title(config) -> str:
+    return (f"When does asynchrony pay off? {config.dataset} with {config.model}, batch "
+            f"{config.batch_size}, {config.evaluations} gradient evaluations per run, "
+            f"η = {config.learning_rate:g} per gradient (a synchronous unit of k workers "
+            f"steps k·η on the mean), mixed = synchronous groups of {config.group_size}, "
+            f"{config.seeds} seeds")
+
+
+def _straggler_title(config) -> str:
+    return (f"A straggler on Beale's function: asynchronous SGD (λ = 1), n = {config.workers}, "
+            f"η = {config.learning_rate:g}, σ² = {config.noise:g}, exponential compute "
+            f"times; worker 0's first step takes {config.delay:g} s longer")
+
+
+_ALL = [
+    Figure("staleness", "Staleness histograms for n ∈ {10, 20, 30, 60} with the geometric "
+           "fit, a heterogeneous cluster and one with a 10× slower worker.",
+           "staleness", "staleness:plot_staleness"),
+    Figure("straggler", "A straggler's stale update throws DOWNPOUR's central variable on "
+           "Beale's function; ADAG absorbs the same update.",
+           "straggler", "straggler:plot_straggler", _straggler_title, pass_config=True),
+    Figure("implicit_momentum", "The mean central trajectory of asynchronous SGD with n "
+           "workers against heavy ball with μ = 1 − 1/n; the fitted momentum against n.",
+           "implicit_momentum", "implicit_momentum:plot_implicit_momentum",
+           _implicit_momentum_title),
+    Figure("momentum_tuning", "Joint (η, μ) tuning under asynchrony: the predicted and the "
+           "measured rate of the expected centre, and what single runs do.",
+           "momentum_tuning", "momentum_tuning:plot_momentum_tuning", _momentum_tuning_title),
+    Figure("model_averaging_paths", "Model averaging on Beale's function with identical vs "
+           "random initialisation: worker and central paths for λ ∈ {1, 5, 100, 1000}.",
+           "model_averaging_paths", "model_averaging_paths:plot_model_averaging_paths"),
+    Figure("model_averaging_mc", "The probability that model averaging with random starts "
+           "reaches Beale's global minimum, against n and λ, with Wilson intervals.",
+           "model_averaging_mc", "model_averaging_mc:plot_model_averaging_mc"),
+    Figure("easgd", "EASGD's elastic equilibrium on Beale's function and the stability map "
+           "of asynchronous EASGD over λ × ρ.", "easgd", "easgd:plot_easgd"),
+    Figure("agn", "AGN against an equivalently sized mini-batch, and the commit a/λ "
+           "approaching the full-batch gradient direction as λ grows.",
+           "agn", "agn:plot_agn", _agn_title, pass_config=True),
+    Figure("real_cluster", "A real cluster's step-time log against the exponential "
+           "assumption: fits, stragglers, staleness, DOWNPOUR's stable learning rates.",
+           "real_cluster", "real_cluster:plot_real_cluster", pass_config=True),
+    Figure("mnist_rules", "DOWNPOUR, DynSGD, AEASGD, AGN and ADAG on MNIST with an Adam "
+           "inner optimizer for n ∈ {10, 20, 30, 40} and λ ∈ {1, 15}.",
+           "mnist_rules", "mnist_rules:plot_mnist_rules", _mnist_rules_title),
+    Figure("scaling", "Time to a target accuracy and final accuracy against n for "
+           "synchronous, asynchronous and mixed clusters.",
+           "scaling", "scaling:plot_scaling", _scaling_title, pass_config=True),
+]
+
+#: Every figure by name, in the order ``asynclab figures`` builds them.
+FIGURES: dict[str, Figure] = {figure.name: figure for figure in _ALL}
