@@ -3,16 +3,58 @@
 Multi-device tests set their own device count in a subprocess (simulated
 CPU devices can deadlock, which would abort the whole run), so nothing here asks for
 several devices.
+
+Two tiers. ``python -m pytest`` runs the quick tier; tests marked ``slow`` (study-sized:
+every figure's quick build, the notebooks, the device executor across every rule) run
+with ``--slow`` too. The browser test skips where Debian's Chromium is missing unless
+``ASYNCLAB_REQUIRE_BROWSER=1``. ``.ci/run`` runs everything:
+``ASYNCLAB_REQUIRE_BROWSER=1 python -m pytest --slow``.
+
+JAX's persistent compilation cache is on for the session and every child process it
+starts (through the environment): ``.pytest_cache/jax`` in the checkout unless
+``JAX_COMPILATION_CACHE_DIR`` is set; ``JAX_COMPILATION_CACHE_DIR=`` (empty) turns it off.
 """
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("TQDM_DISABLE", "1")
 # processes sharing one GPU (this one and the CLI runs it starts) must not each reserve
 # most of its memory
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# one compilation cache for this process and the ~50 Python processes the tests start;
+# programs that compile in a tenth of a second are not worth a disk entry
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
+                      str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+if not os.environ["JAX_COMPILATION_CACHE_DIR"]:
+    del os.environ["JAX_COMPILATION_CACHE_DIR"]
 
 import jax  # noqa: E402
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="also run the study-sized tests marked slow (as .ci/run does)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: study-sized; runs with --slow (.ci/run does)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--slow"):
+        slow = [item for item in items if item.get_closest_marker("slow")]
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    # (with xdist the workers collect, so the line cannot count them)
+    if not config.getoption("--slow"):
+        terminalreporter.write_line(
+            "the slow tier (every figure's quick build, the notebooks, the device executor "
+            "across every rule, the browser) was not run: `python -m pytest --slow` runs it")

@@ -32,6 +32,9 @@ from asynclab.engine import build_rule, replay
 from asynclab.problems import beale
 from asynclab.rules import RULES
 
+# module fixtures that run many processes: the whole file on one xdist worker
+pytestmark = pytest.mark.xdist_group("backend_pmap")
+
 SCRIPTS = Path(__file__).parent / "backend_scripts"
 DEVICE_COUNTS = (2, 4)
 
@@ -68,6 +71,7 @@ def equivalence_reports():
 # ----------------------------------------------------------------------------- equivalence
 
 
+@pytest.mark.slow  # every rule on 1 and 2 devices: about a CPU-minute per child
 @pytest.mark.parametrize("n_devices", DEVICE_COUNTS)
 def test_every_rule_matches_the_replay(equivalence_reports, n_devices):
     report = equivalence_reports[n_devices]
@@ -237,6 +241,7 @@ def test_one_device_sequential_sgd_with_a_mismatched_checkpoint(tmp_path):
         run_pmap(rule, beale(), trace, seed=1, noise=0.7, checkpoint=path, resume=True)
 
 
+@pytest.mark.slow  # four rules training an MLP on four simulated devices
 def test_a_net_problem_matches_the_replay():
     """digits with an MLP: every executor reads the same mini-batches for the same seed,
     so the devices' final parameters and losses are the replay's."""

@@ -29,6 +29,9 @@ import asynclab
 from asynclab import ConfigError
 from asynclab.cli import main
 
+# module fixtures that run many processes: the whole file on one xdist worker
+pytestmark = pytest.mark.xdist_group("bad_inputs")
+
 # ----------------------------------------------------------------------------- CLI rows
 # (arguments, words the error names); every row exits 2 with "asynclab: error: ..."
 

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# a kernel, like the notebooks' tests: never two starting at once (see test_notebooks.py)
+pytestmark = pytest.mark.xdist_group("kernels")
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = "notebooks/01_explorer.ipynb"
 CHROMIUM = "/usr/bin/chromium"

@@ -114,15 +114,24 @@ def test_model_averaging_on_sharded_data_matches_numpy():
     np.testing.assert_allclose(result.final_params[0], center, rtol=1e-4, atol=1e-5)
 
 
-def test_random_per_worker_starts_in_box_and_centre_is_their_mean():
+def test_random_per_worker_starts_are_jax_random_draws_and_centre_is_their_mean():
     problem = beale()
-    result = replay(model_averaging(1e-4, 1), problem, rounds(6, 3), seeds=[4],
+    lr = 1e-4
+    result = replay(model_averaging(lr, 1), problem, rounds(6, 3), seeds=[4],
                     init="random_per_worker", record_every=1)
-    first_locals = result.worker_path[0, 0]  # after one local step from each start
-    starts_guess = first_locals  # one tiny step away from the starts
-    assert np.all(starts_guess > -4.5) and np.all(starts_guess < 4.5)
-    assert np.ptp(first_locals[:, 0]) > 0.5  # the workers really started apart
-    np.testing.assert_allclose(result.center_path[0, 1], first_locals.mean(axis=0), rtol=1e-5)
+    # the documented derivation, with jax.random itself: the seed's first key draws the
+    # n starts uniformly in Beale's box
+    init_key = jax.random.split(jax.random.key(4))[0]
+    starts = np.asarray(jax.random.uniform(init_key, (6, 2), jnp.float32, -4.0, 4.0),
+                        np.float64)
+    assert np.ptp(starts[:, 0]) > 0.5  # the workers really start apart
+    first_locals = starts - lr * np.array([beale_gradient(p) for p in starts])
+    np.testing.assert_allclose(result.worker_path[0, 0], first_locals, rtol=1e-5, atol=1e-6)
+    # the centre starts at the workers' mean and is their mean after the first round
+    np.testing.assert_allclose(result.center_path[0, 0], starts.mean(axis=0), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(result.center_path[0, 1], first_locals.mean(axis=0),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_same_seed_gives_identical_bits():

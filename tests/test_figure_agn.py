@@ -1,11 +1,12 @@
 """The AGN figure builds, and its claims hold in its own data."""
 
 import numpy as np
+import pytest
 
-from asynclab import studies
 from asynclab.figures import load_figure
 
 
+@pytest.mark.slow  # the figure's quick study: study-sized
 def test_agn_figure_and_its_claims(tmp_path):
     data = load_figure("agn").main(quick=True, out=tmp_path)
     assert (tmp_path / "agn.png").stat().st_size > 50_000
@@ -28,6 +29,3 @@ def test_agn_figure_and_its_claims(tmp_path):
     # ... and per simulated second it gets there ≈ n times sooner than one worker computing
     # the big batch (quick: 193 s vs 664 s)
     assert data["seconds_to_target"][agn] < data["seconds_to_target"][sequential] / 2
-    saved, config = studies.load(tmp_path / "data" / "agn.npz")
-    np.testing.assert_array_equal(saved["cosine"], data["cosine"])
-    assert config["window"] == 15

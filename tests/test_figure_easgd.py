@@ -106,15 +106,13 @@ def test_synchronous_stability_against_the_full_map():
     np.testing.assert_allclose(block @ np.array([x[:4].mean(), x[4]]), [y[:4].mean(), y[4]])
 
 
+@pytest.mark.slow  # the figure's quick study: study-sized
 def test_easgd_figure_and_its_claims(tmp_path):
     data = load_figure("easgd").main(quick=True, out=tmp_path)
     assert (tmp_path / "easgd.png").stat().st_size > 20_000
     _synchronous_claims(data)
     _map_claims(data)
     _stability_claims(data)
-    saved, config = studies.load(tmp_path / "data" / "easgd.npz")
-    np.testing.assert_array_equal(saved["map_fraction"], data["map_fraction"])
-    assert config["local_steps"] == 30 and config["learning_rate"] == 1e-5
 
 
 def test_one_worker_boundary_formula():

@@ -45,6 +45,7 @@ def _claims(data, max_change):
     assert data["max_check_change"] <= max_change
 
 
+@pytest.mark.slow  # the figure's quick study: study-sized
 def test_model_averaging_mc_figure_and_its_claims(tmp_path):
     data = load_figure("model_averaging_mc").main(quick=True, out=tmp_path)
     assert (tmp_path / "model_averaging_mc.png").stat().st_size > 20_000
@@ -52,9 +53,6 @@ def test_model_averaging_mc_figure_and_its_claims(tmp_path):
     # ≈ 0.35 (full size: 0.57 vs 0.91); the convergence check pairs the same 64 runs at
     # 1× and 2× the budget, where one run that changes its answer moves a cell by 1/64
     _claims(data, max_change=2 / 64)
-    saved, config = studies.load(tmp_path / "data" / "model_averaging_mc.npz")
-    np.testing.assert_array_equal(saved["success"], data["success"])
-    assert config["runs"] == 64
 
 
 def test_wilson_interval():

@@ -124,14 +124,12 @@ def _claims(data):
     assert best[-1, 1] < best[0, 1]
 
 
+@pytest.mark.slow  # the figure's quick study: study-sized
 def test_momentum_tuning_figure_and_its_claims(tmp_path):
     data = load_figure("momentum_tuning").main(quick=True, out=tmp_path)
     assert (tmp_path / "momentum_tuning.png").stat().st_size > 20_000
     assert list(data["n"]) == [1, 16]
     _claims(data)
-    saved, config = studies.load(tmp_path / "data" / "momentum_tuning.npz")
-    np.testing.assert_array_equal(saved["measured_rate"], data["measured_rate"])
-    assert config["workers"] == [1, 16]
 
 
 @pytest.mark.skipif(not COMMITTED.exists(), reason="full-size data not generated")

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from asynclab import studies
 from asynclab.cluster import example_log_path, read_log
@@ -25,6 +26,7 @@ def _check_staleness(data):
     assert data["staleness_wasserstein"][2] < data["staleness_wasserstein"][3]
 
 
+@pytest.mark.slow  # the figure's quick study: study-sized
 def test_real_cluster_figure_and_its_claims(tmp_path):
     data = load_figure("real_cluster").main(quick=True, out=tmp_path)
     assert (tmp_path / "real_cluster.png").stat().st_size > 50_000
@@ -45,9 +47,6 @@ def test_real_cluster_figure_and_its_claims(tmp_path):
     assert np.all(loss[:, :2] < 1e-3)
     assert np.all(~(loss[:, -1] < 1e-3))
     np.testing.assert_array_equal(data["stable"], data["learning_rates"][1])
-    saved, config = studies.load(tmp_path / "data" / "real_cluster.npz")
-    np.testing.assert_array_equal(saved["staleness"], data["staleness"])
-    assert config["seeds"] == 8
 
 
 def test_committed_real_cluster_claims():

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from asynclab import studies
 from asynclab.figures import load_figure
@@ -11,6 +12,7 @@ from asynclab.studies.straggler import DIVERGED, MINIMUM, VALLEY
 COMMITTED = Path(__file__).resolve().parents[1] / "figures" / "data" / "straggler.npz"
 
 
+@pytest.mark.slow  # the figure's quick study: study-sized
 def test_straggler_figure_and_its_claims(tmp_path):
     data = load_figure("straggler").main(quick=True, out=tmp_path)
     assert (tmp_path / "straggler.png").stat().st_size > 50_000
@@ -31,10 +33,6 @@ def test_straggler_figure_and_its_claims(tmp_path):
     assert np.all(data["loss_after"][downpour] > 2 * data["loss_before"][downpour])
     # nobody diverges from Beale's default start at this η
     assert not data["diverged"].any()
-    # redraw from disk without re-simulating
-    saved, config = studies.load(tmp_path / "data" / "straggler.npz")
-    np.testing.assert_array_equal(saved["jump"], data["jump"])
-    assert config["seeds"] == seeds
     assert "basin_starts" in data  # the quick run scans basins too
     # the basin scan's classes are consistent with its counts
     none, strag = data["basin_downpour_none"], data["basin_downpour_straggler"]

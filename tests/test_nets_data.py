@@ -18,6 +18,9 @@ from asynclab.problems._shards import (
     parse_sharding,
 )
 
+# module fixtures that load data sets: the whole file on one xdist worker
+pytestmark = pytest.mark.xdist_group("nets_data")
+
 # ----------------------------------------------------------------------------- data sets
 
 

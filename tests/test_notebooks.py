@@ -15,6 +15,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+# Jupyter kernels started at the same moment by two xdist workers stall one of them for
+# minutes (seen on the 2-core machine): every test that starts a kernel (this file and the
+# browser test's Voilà server) runs in one worker, one after another
+pytestmark = pytest.mark.xdist_group("kernels")
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "notebooks"
 NOTEBOOKS = sorted(FOLDER.glob("*.ipynb"))
@@ -54,6 +59,7 @@ def test_notebook_is_committed_without_outputs_and_has_a_quick_mode(path):
     assert 'os.environ.get("ASYNCLAB_NOTEBOOK_QUICK") == "1"' in first.source
 
 
+@pytest.mark.slow  # five kernels, each importing JAX and compiling its studies
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes_in_quick_mode(path, monkeypatch):
     monkeypatch.setenv("ASYNCLAB_NOTEBOOK_QUICK", "1")

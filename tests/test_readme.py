@@ -18,6 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# module fixtures that run many processes: the whole file on one xdist worker
+pytestmark = pytest.mark.xdist_group("readme")
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 ROOT = README.parent
 
