@@ -463,6 +463,28 @@ def _run(args) -> int:
     return 0
 
 
+def strict_json(out: dict) -> str:
+    """``out`` as strict JSON (RFC 8259 has no NaN or Infinity): a non-finite number
+    becomes ``null`` and its field is named in ``"non_finite"`` with what it was, e.g.
+    ``{"final_loss[1]": "inf"}``."""
+    notes = {}
+
+    def clean(value, where):
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, float | np.floating) and not math.isfinite(value):
+            notes[where] = str(float(value))  # "nan", "inf" or "-inf"
+            return None
+        return value.item() if isinstance(value, np.generic) else value
+
+    cleaned = clean(out, "")
+    if notes:
+        cleaned["non_finite"] = notes
+    return json.dumps(cleaned, allow_nan=False)
+
+
 def _report(args, result, problem, extra=None) -> None:
     if args.save:
         result.save(args.save)
@@ -471,7 +493,7 @@ def _report(args, result, problem, extra=None) -> None:
 
         plot_run(result, problem, args.plot)
     if args.json:
-        print(json.dumps({**summary(result, problem), **(extra or {})}))
+        print(strict_json({**summary(result, problem), **(extra or {})}))
         return
     _print_summary(result, problem)
     for key, value in (extra or {}).items():
@@ -663,7 +685,7 @@ def _sweep(args) -> int:
         "points": points, "best": best,
     }
     if args.json:
-        print(json.dumps(out))
+        print(strict_json(out))
         return 0
     names = list(result.grid)
     print(f"{out['rule']} on {out['problem']} with {out['workers']} worker(s): "
@@ -802,7 +824,7 @@ def _trace_inspect(args) -> int:
                       job=args.job,
                       communication=not args.compute_only, commits=args.commits)
     if args.json:
-        print(json.dumps(s))
+        print(strict_json(s))
         return 0
     print(f"{s['source']}: {s['workers']} workers, {s['rows']} steps "
           f"(λ = {s['local_steps']} local steps per row); optional columns: "

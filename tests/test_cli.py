@@ -17,6 +17,27 @@ def run_cli(*args):
     return proc
 
 
+def strict_loads(text: str):
+    """JSON as RFC 8259 defines it: NaN and Infinity are not numbers there."""
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_strict_json_names_every_non_finite_value():
+    from asynclab.cli import strict_json
+
+    text = strict_json({"loss": [0.5, float("inf"), np.float32("nan")], "time": -np.inf,
+                        "nested": {"start": [1.0, float("-inf")]}, "count": np.int64(3)})
+    out = strict_loads(text)
+    assert out["loss"] == [0.5, None, None] and out["time"] is None and out["count"] == 3
+    assert out["nested"] == {"start": [1.0, None]}
+    assert out["non_finite"] == {"loss[1]": "inf", "loss[2]": "nan", "time": "-inf",
+                                 "nested.start[1]": "-inf"}
+    assert "non_finite" not in strict_loads(strict_json({"loss": [0.5]}))
+
+
 def test_json_run_has_the_documented_fields(capsys):
     code = main(["run", "--problem", "beale", "--rule", "downpour", "--workers", "8",
                  "--compute", "exponential", "--commits", "3000", "--seed", "0", "--json",
@@ -87,8 +108,9 @@ def test_divergence_exits_zero_and_says_so(capsys):
     argv = ["run", "--problem", "quadratic", "--dim", "10", "--rule", "downpour",
             "--workers", "8", "--learning-rate", "0.5", "--commits", "2000"]
     assert main([*argv, "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = strict_loads(capsys.readouterr().out)
     assert out["diverged"] is True and out["diverged_at"] > 0
+    assert out["final_loss"] is None  # a diverged run has no final loss
     assert main(argv) == 0
     assert "DIVERGED" in capsys.readouterr().out
 
@@ -127,3 +149,12 @@ def test_rule_hyperparameters_reach_the_rule(capsys):
     np.testing.assert_array_equal(out["staleness_histogram"], hist)
     assert out["mean_staleness"] == pytest.approx(trace.staleness.mean())
     assert out["mean_staleness"] == pytest.approx(1.0, abs=0.1)
+
+
+def test_sweep_json_is_strict_where_no_point_reaches_the_target(capsys):
+    # commits to an unreachable target are infinite: null in strict JSON
+    assert main(["sweep", "--rule", "downpour", "--workers", "2", "--commits", "50",
+                 "--grid", "learning_rate=1e-6,1e-3", "--score", "commits_to_target",
+                 "--target", "1e-9", "--json"]) == 0
+    out = strict_loads(capsys.readouterr().out)
+    assert [p["score"] for p in out["points"]] == [None, None]
