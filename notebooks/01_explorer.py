@@ -16,27 +16,13 @@
 # %% [markdown]
 # # 01 · Explorer: one asynchronous run, every knob
 #
-# Workers run gradient descent on a 2-D surface and exchange with a parameter server.
-# Change a control and the run is simulated again: the contour plot shows the central
-# variable (red) and each worker's parameters at its commits, the lower panels the
-# central loss against simulated time and against commits, the upper right the
-# staleness τ of the commits (how many server updates happened since the committing
-# worker last pulled). The *commit shown* slider, or the play button, scrubs through
-# the run.
-#
-# Things to try: raise n and watch the staleness grow; raise η until the run diverges
-# (the message says so); move the straggler's delay and see the kick it gives the
-# centre; switch the rule to `adag` or `dynsgd`, which damp stale commits.
-#
-# Units: simulated seconds (a local step takes 1 s on average), η per gradient step,
-# σ² the variance of the Gaussian noise added to every gradient.
-#
-# Speed: after the first compilation, a change of a real-valued control (η, momenta,
-# σ², heterogeneity, the straggler, the compute-time shape) replays and redraws without
-# compiling, for Beale with n = 16 and 2,000 commits in 0.30 s (median; worst 0.57 s) on
-# a shared 2-core machine at load 1–2 (`python benchmarks/explorer.py --quick`).
-# A new n, rule, budget or number of seeds, or σ² between 0 and > 0, compiles once (a
-# few seconds); returning to one already seen is fast again.
+# Workers descend a 2-D surface and exchange with a parameter server; change a control
+# on the left and the run is simulated again. Left panel: the central variable (red) and
+# each worker's commits; right: the staleness τ of the commits; below: the central loss
+# against simulated seconds (a local step takes 1 s on average) and against commits. The
+# slider under the picture scrubs through the run. Try: more workers (staleness grows), a
+# larger η (until the run diverges), a long straggler delay (a kick to the centre), the
+# rules `adag` or `dynsgd` (they damp stale commits).
 
 # %% tags=["parameters"]
 import os

@@ -118,7 +118,7 @@ def test_explorer_page_in_headless_chromium(tmp_path):
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS,
                                                  headless=True, timeout=60_000)
             try:
-                page = browser.new_page(viewport={"width": 1250, "height": 1400})
+                page = browser.new_page(viewport={"width": 1366, "height": 768})
                 page.set_default_timeout(PAGE_S * 1000)
                 page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
                 picture = page.wait_for_selector("img.asynclab-picture[src]",
@@ -147,8 +147,15 @@ def test_explorer_page_in_headless_chromium(tmp_path):
                 assert "Traceback" not in content and "explorer failed" not in content
                 assert "cannot run" not in content
 
-                shot = tmp_path / "explorer.png"
+                # a control and the picture on one 1366 × 768 screen: the picture's top
+                # and the problem control are both inside the viewport
                 page.locator(".asynclab-problem").first.scroll_into_view_if_needed()
+                control = page.locator(".asynclab-problem").first.bounding_box()
+                image = page.locator("img.asynclab-picture").bounding_box()
+                assert 0 <= control["y"] < 768 and 0 <= image["y"] < 768 - 200, (control,
+                                                                                  image)
+                assert image["x"] > control["x"] + control["width"] - 1  # beside, not below
+                shot = tmp_path / "explorer.png"
                 page.screenshot(path=str(shot))
                 assert shot.stat().st_size > 10_000
                 if os.environ.get("ASYNCLAB_UPDATE_SCREENSHOT") == "1":

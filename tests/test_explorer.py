@@ -74,6 +74,14 @@ def test_a_straggler_opens_a_long_gap_in_its_commits(explorer):
     # the straggler's late commit is stale by the commits the others made meanwhile
     edges = explorer.artists["staleness"].get_data().edges
     assert edges[-1] > 30
+    # ... and is marked at the edge of an axis that ends at the 99.5 % quantile of τ
+    tau = explorer.result.staleness[explorer.result.trace_index[0]]
+    edge = int(np.quantile(tau, 0.995, method="inverted_cdf")) + 1
+    assert explorer.axes["staleness"].get_xlim()[1] == edge + 0.5 < tau.max()
+    beyond = int(np.count_nonzero(tau > edge))
+    assert beyond >= 1
+    assert explorer.artists["staleness_outliers"].get_text().startswith(
+        f"{beyond} commit(s) with τ > {edge}")
 
 
 def test_seeds_control_draws_one_loss_curve_per_seed(explorer):
@@ -118,7 +126,8 @@ def test_rule_controls_follow_the_rule_declaration(explorer):
     assert set(explorer.rule_controls) == {"gamma", "norm", "worker_momentum",
                                            "server_momentum", "inner"}
     assert explorer.rule_controls["gamma"].value == pytest.approx(1e-4)
-    assert explorer.rule_controls["inner"].value == "sgd"  # the workers' own optimizer
+    inner = explorer.rule_controls["inner"]  # the workers' own optimizer, a drop-down
+    assert inner.value == "sgd" and set(inner.options) == {"sgd", "adam"}
     assert explorer.result.config["rule"] == "adag"
     assert set(rule_controls("aeasgd")) == {"elasticity", "worker_momentum", "inner"}
     explorer.controls["rule"].value = "aeasgd"
@@ -167,12 +176,14 @@ def test_every_control_changes_the_picture_without_an_error(explorer):
         assert explorer.image.value != picture, name
         assert explorer.result.config["workers"] == explorer.controls["workers"].value
     assert explorer.result.config["problem"] == "beale"
-    for name, control in explorer.rule_controls.items():  # DOWNPOUR's own controls
+    # DOWNPOUR's own controls: Adam first (momenta apply to the SGD inner optimizer)
+    for name, value in [("inner", "adam"), ("inner", "sgd"), ("worker_momentum", 0.3),
+                        ("server_momentum", 0.3)]:
         picture = explorer.image.value
-        if name == "inner":
-            continue  # a static switch; the rules tests cover the inner optimizers
-        control.value = 0.3
-        assert explorer.error is None and explorer.image.value != picture, name
+        explorer.rule_controls[name].value = value
+        assert explorer.error is None and "cannot run" not in explorer.message.value, name
+        assert explorer.image.value != picture, name
+    assert set(explorer.rule_controls) == {"inner", "worker_momentum", "server_momentum"}
 
 
 def test_the_problem_control_redraws_the_surface(explorer):

@@ -32,6 +32,7 @@ from ..engine import run
 from ..plot import draw_contours, draw_loss, draw_staleness
 from ..problems import get_problem
 from ..rules import RULES
+from ..rules._parts import INNER_OPTIMIZERS
 
 #: The 2-D surfaces the explorer draws (problems with a plotting domain).
 SURFACES = ("beale", "rosenbrock", "booth", "himmelblau")
@@ -93,17 +94,26 @@ def _slider(kind, low, high, step, value, description):
                                continuous_update=False, readout_format=".4g")
 
 
+def inner_optimizers(rule: str) -> tuple[str, ...]:
+    """The workers' optimizers ``rule`` accepts as ``inner``."""
+    return ("adamw", "sgd") if rule == "diloco" else INNER_OPTIMIZERS
+
+
 def rule_controls(rule: str) -> dict[str, widgets.Widget]:
     """One control per hyperparameter of ``rule`` that is not a run-level setting
-    (η, λ, n): sliders for traced numbers, checkboxes, integer boxes and text for
-    static switches. Values start at the rule's declared defaults."""
+    (η, λ, n): sliders for traced numbers, a drop-down for the inner optimizer,
+    checkboxes, integer boxes and text for other static switches. Values start at the
+    rule's declared defaults."""
     info = RULES[rule]
     controls = {}
     for h in info.hyperparameters:
         if h.name in ("learning_rate",) + _HIDDEN_STATIC or h.required:
             continue
         label = _LABELS.get(h.name, h.name.replace("_", " "))
-        if h.static:
+        if h.name == "inner":
+            control = widgets.Dropdown(options=inner_optimizers(rule), value=h.default,
+                                       description="inner optimizer", style=_STYLE)
+        elif h.static:
             if isinstance(h.default, bool):
                 control = widgets.Checkbox(value=h.default, description=label, style=_STYLE)
             elif isinstance(h.default, int):
@@ -276,12 +286,17 @@ class Explorer:
                                     c["distribution"], c["shape"], c["heterogeneity"],
                                     c["straggler_worker"], c["straggler_at"],
                                     c["straggler_delay"]])
-        self.widget = widgets.VBox([
-            widgets.HBox([run_box, cluster_box]),
-            widgets.HBox([self.play, self.time]),
-            self.message,
-            self.image,
-        ])
+        # controls in a sidebar beside the picture: a control and its effect are seen
+        # together on a 1366 × 768 screen
+        controls = widgets.VBox([run_box, cluster_box],
+                                layout=widgets.Layout(width="440px", flex="0 0 auto"))
+        self.image.layout = widgets.Layout(width=f"{int(11 * dpi)}px", max_width="100%",
+                                           height="auto")
+        picture = widgets.VBox([self.message, self.image,
+                                widgets.HBox([self.play, self.time])],
+                               layout=widgets.Layout(flex="1 1 auto", min_width="0"))
+        self.widget = widgets.HBox([controls, picture],
+                                   layout=widgets.Layout(align_items="flex-start"))
         self.update()
 
     # ------------------------------------------------------------------ display
@@ -446,6 +461,7 @@ class Explorer:
         ax.cla()
         self.artists["staleness"] = draw_staleness(ax, result)
         ax.set_title("staleness of the commits")
+        self.artists["staleness_outliers"] = _clip_staleness(ax, result)
         config = result.config
         hp = config.get("hyperparameters", {})
         self.figure.suptitle(
@@ -473,6 +489,29 @@ class Explorer:
         self.figure.savefig(buffer, format="png", dpi=self.dpi,
                             pil_kwargs={"compress_level": 1})
         self.image.value = buffer.getvalue()
+
+
+#: The staleness axis ends at this quantile of τ; rarer, larger τ are marked, not drawn.
+STALENESS_QUANTILE = 0.995
+
+
+def _clip_staleness(ax, result):
+    """End the staleness axis at the :data:`STALENESS_QUANTILE` of τ (a straggler's one
+    commit at τ ≈ 100 would otherwise squeeze the histogram into a corner) and say at
+    the right edge how many commits lie beyond it; returns that text artist or None."""
+    hist = result.staleness_histogram()
+    if hist.sum() == 0:
+        return None
+    cumulative = np.cumsum(hist) / hist.sum()
+    edge = int(np.searchsorted(cumulative, STALENESS_QUANTILE)) + 1
+    beyond = int(hist[edge + 1:].sum())
+    if beyond == 0:
+        return None
+    ax.set_xlim(-0.5, edge + 0.5)
+    return ax.annotate(f"{beyond} commit(s) with τ > {edge}\n(largest τ = {hist.size - 1})",
+                       xy=(1, 0.5), xycoords="axes fraction", xytext=(-4, 0),
+                       textcoords="offset points", ha="right", va="center", fontsize=8,
+                       color="tab:red", arrowprops=None)
 
 
 def _summary(result) -> str:
