@@ -86,10 +86,7 @@ def test_a_straggler_opens_a_long_gap_in_its_commits(explorer):
 
 def test_seeds_control_draws_one_loss_curve_per_seed(explorer):
     explorer.controls["seeds"].value = 3
-    for key in ("loss_time", "loss_commits"):
-        assert len(explorer.artists[key]) == 3
-    xs = explorer.artists["loss_commits"][0].get_xdata()
-    np.testing.assert_array_equal(xs, explorer.result.record_events)
+    assert len(explorer.artists["loss_time"]) == 3
     xt = explorer.artists["loss_time"][0].get_xdata()
     np.testing.assert_allclose(xt[1:], explorer.result.time[0][explorer.result.record_events[1:]
                                                                 - 1])
@@ -217,7 +214,34 @@ def test_time_slider_cuts_the_paths(explorer):
     assert center_line(explorer).shape[0] == np.count_nonzero(records <= 100) < whole
     shown = sum(line.get_xydata().shape[0] for line in explorer.artists["workers"])
     assert shown == 100  # one point per commit before the 100th
-    assert explorer.artists["loss_commits_now"].get_xdata()[0] == 100
+    when = explorer.result.time[0][99]  # the 100th commit's simulated time
+    assert explorer.artists["loss_time_now"].get_xdata()[0] == when
+    assert explorer.artists["timeline_now"].get_xdata()[0] == when
+
+
+def test_timeline_marks_every_commit_of_every_worker(explorer):
+    # asynchronous: one mark per commit, at its time, on its worker's row
+    result = explorer.result
+    marks = explorer.artists["timeline"].get_xydata()
+    np.testing.assert_array_equal(marks[:, 0], result.time[0])
+    np.testing.assert_array_equal(marks[:, 1], result.worker[0])
+    # synchronous: every worker at the end of each round
+    explorer.controls["rule"].value = "model_averaging"
+    result = explorer.result
+    marks = explorer.artists["timeline"].get_xydata()
+    assert marks.shape == (4 * result.n_events, 2)
+    np.testing.assert_array_equal(np.unique(marks[:, 1]), np.arange(4))
+    np.testing.assert_array_equal(np.unique(marks[:, 0]), np.unique(result.time[0]))
+
+
+def test_the_picture_is_rendered_at_twice_its_shown_size(explorer):
+    from io import BytesIO
+
+    from PIL import Image
+
+    width, height = Image.open(BytesIO(explorer.image.value)).size
+    assert (width, height) == (2 * 11 * SMALL["dpi"], 2 * 8 * SMALL["dpi"])
+    assert explorer.image.layout.width == f"{11 * SMALL['dpi']}px"
 
 
 def test_synchronous_rule_draws_every_worker(explorer):

@@ -24,7 +24,7 @@ import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from .._errors import ConfigError
 from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogeneous
@@ -167,8 +167,9 @@ class Explorer:
     Display it in a notebook (it is its own widget). ``controls`` holds the widgets by
     name (set ``.value`` to drive it from code); ``result`` is the last run;
     ``artists`` the plotted lines (``"center"``, ``"workers"``, ``"loss_time"``,
-    ``"loss_commits"``) and ``"staleness"`` bars; ``message`` shows a summary or the
-    reason a combination cannot run (the :class:`asynclab.ConfigError` text);
+    ``"timeline"``: each worker's commits against time) and ``"staleness"`` bars;
+    ``message`` shows a summary or the reason a combination cannot run (the
+    :class:`asynclab.ConfigError` text);
     ``timings`` the seconds the last update spent replaying and drawing.
 
     Args:
@@ -176,7 +177,8 @@ class Explorer:
         of the controls (η in 1/gradient units, σ² the variance of the additive Gaussian
         gradient noise, commits the budget of server updates).
       straggler_delay: seconds the straggler's one local step takes longer (0: none).
-      dpi: resolution of the picture.
+      dpi: pixels per inch of the picture as shown (it is rendered at
+        :data:`PIXEL_RATIO` times that).
     """
 
     def __init__(self, problem: str = "beale", rule: str = "downpour", *, workers: int = 4,
@@ -268,7 +270,7 @@ class Explorer:
             "paths": self.figure.add_subplot(grid[0, 0]),
             "staleness": self.figure.add_subplot(grid[0, 1]),
             "loss_time": self.figure.add_subplot(grid[1, 0]),
-            "loss_commits": self.figure.add_subplot(grid[1, 1]),
+            "timeline": self.figure.add_subplot(grid[1, 1]),
         }
 
         for control in c.values():
@@ -448,15 +450,18 @@ class Explorer:
         if ax.get_legend() is None:
             ax.legend(loc="lower left", fontsize=8)
 
-        for key, against in (("loss_time", "time"), ("loss_commits", "commits")):
-            ax = self.axes[key]
-            ax.cla()
-            self.artists[key] = draw_loss(ax, result, against=against)
-            # plain tick labels: log-axis mathtext labels cost more to render than the data
-            ax.yaxis.set_major_formatter(_PLAIN)
-            ax.yaxis.set_minor_formatter(NullFormatter())
-            self.artists[key + "_now"] = ax.axvline(0, color="k", lw=0.8, ls=":")
-            ax.set_title(f"central loss, {result.n_seeds} seed(s)")
+        ax = self.axes["loss_time"]
+        ax.cla()
+        self.artists["loss_time"] = draw_loss(ax, result, against="time")
+        # plain tick labels: log-axis mathtext labels cost more to render than the data
+        ax.yaxis.set_major_formatter(_PLAIN)
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        self.artists["loss_time_now"] = ax.axvline(0, color="k", lw=0.8, ls=":")
+        ax.set_title(f"central loss, {result.n_seeds} seed(s)")
+        ax = self.axes["timeline"]
+        ax.cla()
+        self.artists["timeline"] = _draw_timeline(ax, result)
+        self.artists["timeline_now"] = ax.axvline(0, color="k", lw=0.8, ls=":")
         ax = self.axes["staleness"]
         ax.cla()
         self.artists["staleness"] = draw_staleness(ax, result)
@@ -481,14 +486,40 @@ class Explorer:
             shown = points[: int(np.searchsorted(index, commit, side="left"))]
             artist.set_data(shown[:, 0], shown[:, 1])
         when = 0.0 if commit == 0 else float(result.time[result.trace_index[0], commit - 1])
-        self.artists["loss_time_now"].set_xdata([when, when])
-        self.artists["loss_commits_now"].set_xdata([commit, commit])
+        for key in ("loss_time_now", "timeline_now"):
+            self.artists[key].set_xdata([when, when])
 
     def _render(self) -> None:
         buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png", dpi=self.dpi,
+        # twice the pixels of the shown size: sharp on screens of pixel ratio 2
+        self.figure.savefig(buffer, format="png", dpi=PIXEL_RATIO * self.dpi,
                             pil_kwargs={"compress_level": 1})
         self.image.value = buffer.getvalue()
+
+
+#: The picture is rendered at this many pixels per shown pixel (sharp on HiDPI screens).
+PIXEL_RATIO = 2
+
+
+def _draw_timeline(ax, result):
+    """What every worker did when (seed 0's schedule): a mark at each commit, per worker
+    against simulated time, or each synchronous round's end for every worker. Returns the
+    marks (one line artist)."""
+    index = result.trace_index[0]
+    times, who = result.time[index], result.worker[index]
+    keep = result.staleness[index] >= 0  # not the padding of a shorter trace
+    times, who = times[keep], who[keep]
+    workers = int(result.config.get("workers") or (who.max() + 1))
+    if who.size and who.min() < 0:  # synchronous rounds: every worker at each round end
+        times = np.repeat(times, workers)
+        who = np.tile(np.arange(workers), keep.sum())
+    marks = ax.plot(times, who, "|", color="tab:blue", markersize=6, mew=0.8)[0]
+    ax.set_ylim(workers - 0.5, -0.5)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("worker")
+    ax.set_title("commits of each worker (seed 0)")
+    return marks
 
 
 #: The staleness axis ends at this quantile of τ; rarer, larger τ are marked, not drawn.
