@@ -20,9 +20,9 @@
 # on the left and the run is simulated again. Left panel: the central variable (red) and
 # each worker's commits; right: the staleness τ of the commits; below: the central loss
 # against simulated seconds (a local step takes 1 s on average) and when each worker
-# committed. The slider under the picture scrubs through the run. Try: more workers (staleness grows), a
-# larger η (until the run diverges), a long straggler delay (a kick to the centre), the
-# rules `adag` or `dynsgd` (they damp stale commits).
+# committed. The slider under the picture scrubs through the run. Try: more workers
+# (staleness grows), a larger η (until the run diverges), a long straggler delay (a kick
+# to the centre), the rules `adag` or `dynsgd` (they damp stale commits).
 
 # %% tags=["parameters"]
 import os

@@ -299,3 +299,20 @@ def test_rule_functions_keep_the_parameter_dtype(name, dtype):
     assert server.center.dtype == dtype
     assert workers.params.dtype == dtype
     assert workers.pulled_center.dtype == dtype
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(RULES) if "inner" in RULES[n].parameters])
+def test_every_listed_inner_optimizer_builds_and_no_other(name):
+    from asynclab.rules import inner_optimizers
+
+    options = {k: v for k, v in SUITE[name].items()
+               if k not in ("workers", "budget_factor", "inner")}
+    options.setdefault("learning_rate", 0.01)
+    if name == "delay_adaptive":
+        options["workers"] = 4
+    listed = inner_optimizers(name)
+    assert RULES[name].defaults["inner"] in listed
+    for inner in listed:
+        assert make_rule(name, inner=inner, **options) is not None
+    with pytest.raises(ConfigError, match="inner must be one of"):
+        make_rule(name, inner="rmsprop", **options)

@@ -31,8 +31,7 @@ from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogene
 from ..engine import run
 from ..plot import draw_contours, draw_loss, draw_staleness
 from ..problems import get_problem
-from ..rules import RULES
-from ..rules._parts import INNER_OPTIMIZERS
+from ..rules import RULES, inner_optimizers
 
 #: The 2-D surfaces the explorer draws (problems with a plotting domain).
 SURFACES = ("beale", "rosenbrock", "booth", "himmelblau")
@@ -92,11 +91,6 @@ def _slider(kind, low, high, step, value, description):
     return widgets.FloatSlider(value=value, min=low, max=high, step=step,
                                description=description, style=_STYLE, layout=_WIDE,
                                continuous_update=False, readout_format=".4g")
-
-
-def inner_optimizers(rule: str) -> tuple[str, ...]:
-    """The workers' optimizers ``rule`` accepts as ``inner``."""
-    return ("adamw", "sgd") if rule == "diloco" else INNER_OPTIMIZERS
 
 
 def rule_controls(rule: str) -> dict[str, widgets.Widget]:
@@ -387,22 +381,19 @@ class Explorer:
         successful update.
         """
         self._pending = False
+        self.error = None
         start = time.perf_counter()
         try:
             self._update(start)
-        except ConfigError as error:
-            self.error = None
-            self.message.value = (f"<span style='color:#b00020'><b>cannot run this "
-                                  f"combination:</b> {html.escape(str(error), quote=False)}</span>")
-            self.timings = {"replay": time.perf_counter() - start, "draw": 0.0}
         except Exception as error:  # noqa: BLE001 - shown on the page, never swallowed
-            self.error = error
-            self.message.value = (f"<span style='color:#b00020'><b>the explorer failed:</b> "
-                                  f"{html.escape(type(error).__name__)}: "
-                                  f"{html.escape(str(error), quote=False)}</span>")
+            if isinstance(error, ConfigError):
+                text = "<b>cannot run this combination:</b> "
+            else:
+                self.error = error
+                text = f"<b>the explorer failed:</b> {html.escape(type(error).__name__)}: "
+            text += html.escape(str(error), quote=False)
+            self.message.value = f"<span style='color:#b00020'>{text}</span>"
             self.timings = {"replay": time.perf_counter() - start, "draw": 0.0}
-        else:
-            self.error = None
 
     def _update(self, start: float) -> None:
         result = run(**self.settings())
@@ -542,7 +533,7 @@ def _clip_staleness(ax, result):
     return ax.annotate(f"{beyond} commit(s) with τ > {edge}\n(largest τ = {hist.size - 1})",
                        xy=(1, 0.5), xycoords="axes fraction", xytext=(-4, 0),
                        textcoords="offset points", ha="right", va="center", fontsize=8,
-                       color="tab:red", arrowprops=None)
+                       color="tab:red")
 
 
 def _summary(result) -> str:

@@ -15,6 +15,7 @@ from ._base import Rule as Rule
 from ._base import ServerState as ServerState
 from ._base import SynchronousRule as SynchronousRule
 from ._base import WorkerState as WorkerState
+from ._catalogue import inner_optimizers as inner_optimizers
 from ._declaration import Hyperparameter as Hyperparameter
 from ._declaration import declare as declare
 from ._registry import RULES as RULES
@@ -36,6 +37,7 @@ __all__ = [
     "SynchronousRule",
     "WorkerState",
     "declare",
+    "inner_optimizers",
     "make_rule",
     "parts",
     *RULES,

@@ -21,6 +21,7 @@ from .._errors import ConfigError
 from ._base import AXIS, AsynchronousRule, SynchronousRule
 from ._declaration import declare
 from ._parts import (
+    INNER_OPTIMIZERS,
     Outer,
     accumulated_step,
     add,
@@ -446,6 +447,15 @@ def _leaves(tree):
     return jax.tree.leaves(tree)
 
 
+#: the inner optimizers DiLoCo takes by name (``inner=``)
+DILOCO_INNER = ("adamw", "sgd")
+
+
+def inner_optimizers(rule: str) -> tuple[str, ...]:
+    """The names rule ``rule`` accepts as its workers' inner optimizer (``inner=``)."""
+    return DILOCO_INNER if rule == "diloco" else INNER_OPTIMIZERS
+
+
 @declare("sync",
          "H inner AdamW steps, outer Nesterov SGD on θ̃ − mean θᵏ",
          "Douillard et al. 2023",
@@ -477,7 +487,8 @@ def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "ada
             raise ConfigError("diloco: weight_decay needs inner='adamw'")
         inner_opt = optax.sgd(learning_rate)
     else:
-        raise ConfigError(f"diloco: inner must be 'adamw' or 'sgd', got {inner!r}")
+        raise ConfigError(f"diloco: inner must be one of {', '.join(DILOCO_INNER)}, "
+                          f"got {inner!r}")
     # the momentum buffer is always there (the momentum may be traced); with momentum 0 it
     # adds 0·m, and Nesterov's look-ahead adds 0·m again, leaving plain outer SGD
     outer = outer_optimizer(optax.sgd(outer_learning_rate, momentum=outer_momentum,
