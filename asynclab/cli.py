@@ -279,8 +279,9 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    help="a rule hyperparameter, e.g. --param gamma=1e-4 (repeatable; see "
                    "`asynclab rules`)")
     p.add_argument("--record-every", type=_count(1), default=None,
-                   help="record the central loss every K events (default: about 1,000 "
-                   "records; every event with --backend pmap)")
+                   help="record the central loss every K events (default: about 100 "
+                   "records, fewer where a net's records would cost more than a quarter of "
+                   "its gradient work; every event with --backend pmap)")
 
 
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -605,10 +606,12 @@ def _run_on_devices(args) -> int:
 
 def _check_device_memory(args, problem, rule, workers, record_every) -> None:
     """The memory guard for device runs: schedule, per-event records, trajectories."""
+    from .engine._core import default_record_every
+
     events = args.commits
     paths = problem.dim <= 2
     width = problem.dim * (workers if rule.synchronous else 1)
-    every = record_every or max(1, events // 1000)
+    every = record_every or default_record_every(rule, problem, max(events, 1), workers)
     _validate.check_memory(_validate.memory_estimate(
         events, records=events // every + 1, record_bytes=8 + (8 * problem.dim if paths else 0),
         event_bytes=8 * width if paths else 0), "--commits")
@@ -616,14 +619,21 @@ def _check_device_memory(args, problem, rule, workers, record_every) -> None:
 
 def _rules(args) -> int:
     from .rules import RULES
+    from .rules._declaration import STATE_OPTIONS
 
     width = max(len(name) for name in RULES)
     print("hyperparameters marked * are static (a new value compiles a new replay); the "
-          "others are traced\nand can be swept (`asynclab sweep --grid NAME=...`)\n")
+          "others are traced\nand can be swept (`asynclab sweep --grid NAME=...`). Those "
+          "marked + add state when given\n(None, the default, is none; 0.0 is a buffer "
+          "that changes nothing):")
+    for name, what in STATE_OPTIONS.items():
+        print(f"  +{name}: {what}")
+    print()
     for info in RULES.values():
         kind = f"{info.kind:<5}"
         params = ", ".join(
-            ("*" if h.static else "") + (h.name if h.required else f"{h.name}={h.default}")
+            ("*" if h.static else "+" if h.adds_state else "")
+            + (h.name if h.required or h.adds_state else f"{h.name}={h.default}")
             for h in info.hyperparameters if h.name != "learning_rate")
         print(f"{info.name:<{width}}  {kind}  {info.description}")
         print(f"{'':<{width}}         {params}")
@@ -921,6 +931,10 @@ def main(argv=None) -> int:
     import warnings
 
     args = build_parser().parse_args(argv)
+    if args.func in (_run, _sweep, _demo, _figures):  # the commands that compile
+        from ._cache import enable_compile_cache
+
+        enable_compile_cache()
     try:
         with warnings.catch_warnings():
             # a diverging run overflows on purpose; it is reported as DIVERGED instead

@@ -30,6 +30,8 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
 if not os.environ["JAX_COMPILATION_CACHE_DIR"]:
     del os.environ["JAX_COMPILATION_CACHE_DIR"]
+    # ... and the CLI's and notebooks' own cache (asynclab._cache) stays off too
+    os.environ.setdefault("ASYNCLAB_COMPILE_CACHE", "")
 
 import jax  # noqa: E402
 

@@ -288,7 +288,7 @@ def test_rule_functions_keep_the_parameter_dtype(name, dtype):
         workers = jax.vmap(rule.init_worker, in_axes=(0, None))(jnp.stack([center] * 3), server)
         local = jax.vmap(lambda w, i: rule.local(w, gradient, jax.random.fold_in(key, i), i))
         workers = local(workers, jnp.arange(3))
-        server, workers, _ = jax.vmap(rule.synchronize, in_axes=(None, 0),
+        server, workers, _ = jax.vmap(rule.exchange, in_axes=(None, 0),
                                       out_axes=(None, 0, 0), axis_name=AXIS)(server, workers)
     else:
         worker = rule.init_worker(center, server)
@@ -298,7 +298,8 @@ def test_rule_functions_keep_the_parameter_dtype(name, dtype):
         workers = worker
     assert server.center.dtype == dtype
     assert workers.params.dtype == dtype
-    assert workers.pulled_center.dtype == dtype
+    # a worker stores the centre it pulled only where the rule reads it
+    assert workers.pulled_center is None or workers.pulled_center.dtype == dtype
 
 
 @pytest.mark.parametrize("name", [n for n in sorted(RULES) if "inner" in RULES[n].parameters])

@@ -40,9 +40,16 @@ def test_sweep_compiles_once_and_new_learning_rates_do_not_recompile():
                          learning_rate=0.01, noise=1.0)
     traced = dict(_replay.TRACE_COUNT)
     second = asynclab.run(problem, "downpour", workers=4, commits=100, seeds=[0, 1, 2],
-                          learning_rate=0.02, server_momentum=0.4, noise=1.0)
-    assert _replay.TRACE_COUNT == traced  # other values, same compiled replay
+                          learning_rate=0.02, noise=1.0)
+    assert _replay.TRACE_COUNT == traced  # another value, the same compiled replay
     assert not np.array_equal(first.final_params, second.final_params)
+
+    # server momentum given adds the server's previous centre: a new program, once; its
+    # values (0.0 included) share it
+    for mu in (0.4, 0.0, 0.7):
+        asynclab.run(problem, "downpour", workers=4, commits=100, seeds=[0, 1, 2],
+                     learning_rate=0.02, server_momentum=mu, noise=1.0)
+    assert _replay.TRACE_COUNT["chunk"] - traced["chunk"] == 1
 
 
 def test_a_static_hyperparameter_does_compile_again():
@@ -185,13 +192,15 @@ def test_declarations_split_static_from_traced():
         assert info.kind in ("sync", "async")
         assert "learning_rate" in info.traced
         for h in info.hyperparameters:
-            if not h.required and not h.static:  # traced: a real default
-                assert isinstance(h.default, float), (info.name, h.name)
+            if not h.required and not h.static:  # traced: a real default, or an option
+                assert isinstance(h.default, float) or (
+                    h.default is None and h.adds_state), (info.name, h.name)
         rule = info.factory(**({"workers": 4} if info.name == "delay_adaptive" else {}),
                             learning_rate=0.01) if info.name != "diloco" else info.factory()
+        options = tuple(info.state_options)
         assert rule.structure == (info.name, tuple((k, rule.hyperparameters[k])
-                                                   for k in info.static))
-        assert set(rule.values) == set(info.traced)
+                                                   for k in info.static), options)
+        assert set(rule.values) == set(info.traced) - set(options)
         assert rule.synchronous == info.synchronous
     assert RULES["mixed"].static == ("local_steps", "group_size", "between")
     assert make_rule("mixed", learning_rate=0.1, group_size=3).group_size == 3

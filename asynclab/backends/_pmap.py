@@ -7,7 +7,7 @@ the trace's segment table ``P()`` (the same on every device), placed once with
 ``NamedSharding``. The per-device programs are the rules' own functions.
 
 Synchronous rules run one round per call: every device runs ``rule.local`` and then
-``rule.synchronize`` with its collectives over the named axis ``"workers"`` — the same
+``rule.exchange`` with its collectives over the named axis ``"workers"`` — the same
 functions the replay runs under ``vmap``. Every device computes the same aggregate.
 
 Asynchronous rules run a trace cut into *segments* in which each worker appears at most
@@ -61,7 +61,7 @@ from ..engine._core import (
     select,
 )
 from ..problems import Problem, stochastic_gradient
-from ..rules import AXIS, AsynchronousRule, Rule, SynchronousRule
+from ..rules import AXIS, Rule
 from . import _checkpoint
 
 #: The most calls dispatched before the host waits for their results.
@@ -294,14 +294,14 @@ def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
     return jax.lax.cond(due, measure, skip, diverged_at)
 
 
-def round_program(rule: SynchronousRule, gradient, loss, evaluate, record_paths: bool):
+def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
     """One synchronous round on one device: local work, collective synchronisation."""
 
     def round_(shared: Shared, worker, key, plan: Plan):
         me = jax.lax.axis_index(AXIS)
         index = plan.start[shared.step]
         local = rule.local(worker, gradient, key, me)
-        server, after, _ = rule.synchronize(shared.server, local)
+        server, after, _ = rule.exchange(shared.server, local)
         keep, diverged_at = guard(server.center, shared.diverged_at, True, index)
         server = select(keep, server, shared.server)
         worker = select(keep, after, worker)
@@ -316,7 +316,18 @@ def round_program(rule: SynchronousRule, gradient, loss, evaluate, record_paths:
     return round_
 
 
-def segment_program(rule: AsynchronousRule, gradient, loss, evaluate, record_paths: bool):
+def _idle(work, worker):
+    """The branch of a worker that does not commit in a segment: its state as it is, in
+    the form its local work returns. A worker that resets to the centre stores no pulled
+    centre, and its local work hands its starting parameters on as that centre
+    (``asynclab.rules.parts.remember_pull``); the idle branch does the same."""
+    done = jax.eval_shape(work, worker)
+    if done.pulled_center is not None and worker.pulled_center is None:
+        return lambda w: w._replace(pulled_center=w.params)
+    return lambda w: w
+
+
+def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
     """One segment on one device: local work if this worker commits, then every exchange
     of the segment in trace order on this device's replica of the server."""
 
@@ -325,8 +336,10 @@ def segment_program(rule: AsynchronousRule, gradient, loss, evaluate, record_pat
         order, active = plan.order[shared.step], plan.active[shared.step]
         start = plan.start[shared.step]
         involved = jnp.any((order == me) & active)
-        local = jax.lax.cond(involved, lambda w: rule.local(w, gradient, key, me),
-                             lambda w: w, worker)
+        def work(w):
+            return rule.local(w, gradient, key, me)
+
+        local = jax.lax.cond(involved, work, _idle(work, worker), worker)
         gathered = jax.lax.all_gather(local, AXIS)
 
         def slot(state, j):

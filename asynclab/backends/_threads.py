@@ -118,9 +118,8 @@ def run_threads(
     local = jax.jit(lambda w, key, k: rule.local(w, gradient, key, k), compiler_options=options)
     exchange = jax.jit(rule.exchange, compiler_options=options)
     # compile on every device before the clock starts
-    for k in range(n):
-        jax.block_until_ready(local(states[k], keys[k], k))
-    jax.block_until_ready(exchange(server, jax.device_put(states[0], host)))
+    worked = [jax.block_until_ready(local(states[k], keys[k], k)) for k in range(n)]
+    jax.block_until_ready(exchange(server, jax.device_put(worked[0], host)))
 
     lock = threading.Lock()
     record: list[tuple[float, int, int, float]] = []

@@ -9,6 +9,7 @@ the same numbers (and the same errors) everywhere.
 from __future__ import annotations
 
 import functools
+import math
 import types
 import warnings
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from .. import _random
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem
-from ..rules import AsynchronousRule, Rule, SynchronousRule
+from ..rules import Rule
 
 #: How a run's starting point is chosen.
 INITS = ("start", "random", "random_per_worker")
@@ -119,6 +120,35 @@ def recorded_loss(loss, center, diverged_at, last_index):
     return jnp.where(diverged_at >= 0, jnp.nan, value).astype(value.dtype), diverged_at
 
 
+# ----------------------------------------------------------------------------- records
+
+#: The most records a run makes by default (its initial state's included).
+RECORDS = 100
+
+#: The share of a run's gradient work that its records may cost at most, by default.
+RECORD_SHARE = 0.25
+
+
+def default_record_every(rule: Rule, problem: Problem, n_events: int, n_workers: int) -> int:
+    """Events between two records when a run does not say: about :data:`RECORDS`
+    records, and fewer where each record is dear next to the run's gradient work.
+
+    A data problem's record evaluates ``problem.info["record_examples"]`` examples (the
+    training-loss subset and the validation set); an event costs about three passes
+    (forward and backward) over λ mini-batches of ``batch_size`` for each worker it
+    runs. The records then cost at most :data:`RECORD_SHARE` of the gradient work
+    (``benchmarks/nets.py`` measures the default against one record at the end).
+    """
+    records = RECORDS
+    info = problem.info or {}
+    if info.get("record_examples") and info.get("batch_size"):
+        workers = n_workers if rule.synchronous else rule.group_size
+        per_event = 3 * info["batch_size"] * rule.local_steps * workers
+        affordable = RECORD_SHARE * n_events * per_event / info["record_examples"]
+        records = max(2, min(records, int(affordable) + 1))
+    return max(1, math.ceil(n_events / (records - 1)))
+
+
 # ----------------------------------------------------------------------------- seeds, state
 
 
@@ -197,7 +227,7 @@ def event_arrays(traces: Sequence[Trace | RoundTrace], synchronous: bool):
 
 def check_rule(rule, problem, executor: str) -> None:
     """A rule from :mod:`asynclab.rules` and a :class:`~asynclab.problems.Problem`."""
-    if not isinstance(rule, AsynchronousRule | SynchronousRule):
+    if not isinstance(rule, Rule):
         raise ConfigError(f"{executor} runs rules from asynclab.rules, got {rule!r}")
     if not isinstance(problem, Problem):
         raise ConfigError(f"problem must be an asynclab.problems.Problem, got {problem!r}")

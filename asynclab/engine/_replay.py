@@ -34,6 +34,7 @@ from ._core import (
     check_init,
     check_traces,
     compiler_options,
+    default_record_every,
     event_arrays,
     guard,
     initial_state,
@@ -47,25 +48,29 @@ from ._result import Result
 
 
 class Carry(NamedTuple):
-    """What the scan carries for one seed."""
+    """What the scan carries for one seed.
+
+    Attributes:
+      server, workers: the rule's states (workers stacked on a leading axis).
+      diverged_at: the event at which the centre first became non-finite, -1 if none.
+      center: the centre after the last real event before divergence: what the run
+        records and reports. The states run on past the end of a shorter trace (padding)
+        and past divergence, where nothing reads them.
+    """
 
     server: object
     workers: object
     diverged_at: jax.Array
+    center: object
 
 
-def _guarded(carry: Carry, new_server, new_workers, active, index) -> Carry:
-    """Apply an event's result unless the event is padding or the run has diverged.
-
-    A centre that turned non-finite is not applied: the run is marked as diverged at this
-    event and its state is frozen at the last finite centre.
-    """
-    keep, diverged_at = guard(new_server.center, carry.diverged_at, active, index)
-    return Carry(
-        server=select(keep, new_server, carry.server),
-        workers=select(keep, new_workers, carry.workers),
-        diverged_at=diverged_at,
-    )
+def _guarded(carry: Carry, server, workers, active, index) -> Carry:
+    """An event's result, with the divergence guard: the reported centre follows the
+    server's while events are real and the centre finite; the first live event whose
+    centre is not finite marks the run as diverged there, and the centre stays the last
+    finite one. One select over the centre per event, none over the states."""
+    keep, diverged_at = guard(server.center, carry.diverged_at, active, index)
+    return Carry(server, workers, diverged_at, select(keep, server.center, carry.center))
 
 
 def _commit(rule, gradient):
@@ -75,12 +80,8 @@ def _commit(rule, gradient):
         before = row(carry.workers, worker_id)
         worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
         server, worker_after, info = rule.exchange(carry.server, worker)
-        # Only the committing worker's row can change: select on that row alone.
-        kept = _guarded(
-            Carry(carry.server, before, carry.diverged_at), server, worker_after, active, index
-        )
-        workers = put_row(carry.workers, worker_id, kept.workers)
-        return Carry(kept.server, workers, kept.diverged_at), worker.params, info
+        workers = put_row(carry.workers, worker_id, worker_after)
+        return _guarded(carry, server, workers, active, index), worker.params, info
 
     return commit
 
@@ -102,7 +103,7 @@ def synchronous_event(rule, gradient, n_workers):
 
     def one_worker(server, worker, key, worker_id):
         worker = rule.local(worker, gradient, key, worker_id)
-        server, worker_after, _ = rule.synchronize(server, worker)
+        server, worker_after, _ = rule.exchange(server, worker)
         return server, worker_after, worker.params
 
     all_workers = jax.vmap(one_worker, in_axes=(None, 0, 0, 0), out_axes=(None, 0, 0),
@@ -130,7 +131,7 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
 
             carry, paths = jax.lax.scan(step, carry, block_events,
                                         unroll=min(unroll, block_events[0].shape[0]))
-            center = carry.server.center
+            center = carry.center
             value, diverged_at = recorded_loss(loss, center, carry.diverged_at,
                                                block_events[2][-1])
             carry = carry._replace(diverged_at=diverged_at)
@@ -147,7 +148,7 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
 
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str) -> Carry:
     server, workers = initial_state(rule, problem, key, n_workers, init)
-    return Carry(server, workers, jnp.asarray(-1, jnp.int32))
+    return Carry(server, workers, jnp.asarray(-1, jnp.int32), server.center)
 
 
 _INITIAL: OrderedDict = OrderedDict()
@@ -171,7 +172,7 @@ def with_values(rule: Rule, values) -> Rule:
     a rule assembled by hand, which has no declaration, is returned as it is."""
     if rule.structure is None or not values:
         return rule
-    return RULES[rule.structure[0]].rebuild(rule.structure[1], dict(values))
+    return RULES[rule.structure[0]].rebuild(rule.structure[1], dict(values), rule.structure[2])
 
 
 def hyperparameter_values(rule: Rule, batch: int) -> dict:
@@ -192,7 +193,7 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
         def initial(k, values):
             TRACE_COUNT["initial"] += 1
             carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init)
-            center = carry.server.center
+            center = carry.center
             metrics = None if problem.evaluate is None else problem.evaluate(center)
             return carry, (problem.loss(center), metrics)
 
@@ -345,7 +346,7 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _
     time, worker, staleness = event_arrays(traces, rule.synchronous)
     n_events = time.shape[1]
     if record_every is None:
-        record_every = max(1, math.ceil(n_events / 1000))
+        record_every = default_record_every(rule, problem, n_events, n_workers)
     if int(record_every) != record_every or record_every < 1:
         raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
     record_every = int(record_every)
@@ -393,7 +394,7 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
     carry, (first_loss, first_metrics) = _initial_carry_batch(rule, problem, n_workers, init)(
         init_keys, values)
     first_loss = np.asarray(first_loss)
-    first_center = np.asarray(carry.server.center) if plan.record_paths else None
+    first_center = np.asarray(carry.center) if plan.record_paths else None
     chunk_values = values
     if traced_noise(problem, float(noise)):  # σ as float32, the constant it replaces
         chunk_values = {**values, NOISE_STD: jnp.full(batch, np.float32(np.sqrt(noise)))}
@@ -446,7 +447,7 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
                               axis=1)[:, : plan.n_blocks + 1]
             for k, first in first_metrics.items()
         }
-    final = jax.tree.map(np.asarray, carry.server.center)
+    final = jax.tree.map(np.asarray, carry.center)
     return _Replayed(loss, final, np.asarray(carry.diverged_at), center_path, worker_path,
                      recorded)
 
@@ -500,7 +501,7 @@ def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
             return carry, info
 
         carry, info = jax.lax.scan(step, carry, (order, index))
-        return carry.server.center, carry.diverged_at, info
+        return carry.center, carry.diverged_at, info
 
     init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n)
     center, diverged_at, info = jax.jit(jax.vmap(one), compiler_options=compiler_options())(
@@ -559,7 +560,9 @@ def replay(
       init: ``"start"`` (the problem's fixed start), ``"random"`` (uniform in its box) or
         ``"random_per_worker"`` (synchronous rules only: each worker its own start, the
         centre their mean).
-      record_every: record the central loss every k events (default: about 1,000 records).
+      record_every: record the central loss every k events (default: about 100 records,
+        fewer where a record costs much next to the run's gradient work; see
+        :func:`~asynclab.engine._core.default_record_every`).
       record_paths: record central and worker trajectories (default: for d ≤ 2).
       progress: show a progress bar (None: only on a terminal or in a notebook).
       config: stored with the result.

@@ -19,7 +19,7 @@ from ..cluster import (
 from ..problems import DATA_PROBLEMS, Problem, get_problem
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
-from ._core import run_config
+from ._core import default_record_every, run_config
 from ._replay import check_options, replay
 from ._result import Result
 
@@ -93,8 +93,8 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
         events = int(horizon / max(per_event, 1e-12) * units) + 1
     paths = problem.dim <= 2 if record_paths is None else bool(record_paths)
     width = problem.dim * (cluster.workers if rule.synchronous else 1)
-    every = record_every if isinstance(record_every, int) and record_every >= 1 else max(
-        1, events // 1000)
+    every = record_every if isinstance(record_every, int) and record_every >= 1 else \
+        default_record_every(rule, problem, max(events, 1), cluster.workers)
     return _validate.memory_estimate(
         events, traces=n_seeds if trace_per_seed else 1, seeds=n_seeds * points,
         records=events // every + 1, record_bytes=4 + (4 * problem.dim if paths else 0),

@@ -139,8 +139,8 @@ def sweep(
     first = {k: float(v[0]) for k, v in grid.items()}
     if "learning_rate" in first:
         learning_rate = first.pop("learning_rate")
-    if not isinstance(rule, str):
-        rule = rule._replace(values={**rule.values, **first})
+    if not isinstance(rule, str):  # rebuilt: an option the grid gives becomes present
+        rule = info.factory(**{**rule.hyperparameters, **first})
         first = {}
     seeds = _check_seeds(seeds)
     problem, rule, traces, seed_list, config = _prepare(
@@ -191,6 +191,8 @@ def replay_grid(
     for name, values in grid.items():  # concrete checks, as run() would make them
         for value in values:
             info.factory(**{**base, name: float(value)})
+    # the grid's options (a momentum not given to the rule, say) are present in every point
+    rule = info.factory(**{**base, **{name: float(v[0]) for name, v in grid.items()}})
     plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths)
 
     # (point, seed) pairs, point-major

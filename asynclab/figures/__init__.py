@@ -42,8 +42,10 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
     Every name is checked before any figure is built.
     """
     from .. import _validate
+    from .._cache import enable_compile_cache
 
     figures = [load_figure(name) for name in (names or available())]  # all known first
+    enable_compile_cache()
     out = Path(out) if out is not None else default_out()
     _validate.writable_folder(out, "--out")
     _validate.writable_folder(out / "data", "--out")

@@ -6,6 +6,7 @@ Nothing below imports this package; it sits at the top with ``plot``, ``figures`
 the CLI.
 """
 
+from .._cache import enable_compile_cache as _enable_compile_cache
 from ._devices import compare_executors as compare_executors
 from ._devices import notebook_devices as notebook_devices
 from ._devices import plot_executors as plot_executors
@@ -49,3 +50,6 @@ __all__ = [
     "staleness_data",
     "worker_paths",
 ]
+
+# a notebook run again reads its compiled programs back (see asynclab._cache)
+_enable_compile_cache()

@@ -117,13 +117,24 @@ def rule_controls(rule: str) -> dict[str, widgets.Widget]:
                 control = widgets.Text(value=str(h.default), description=label,
                                        style=_STYLE, continuous_update=False)
         elif h.name in _RANGES:
-            control = _slider(*_RANGES[h.name], float(h.default), label)
+            # an option that adds state starts at 0: present, and changing nothing
+            control = _slider(*_RANGES[h.name], float(h.default or 0.0), label)
         else:
-            control = widgets.FloatText(value=float(h.default), description=label,
+            control = widgets.FloatText(value=float(h.default or 0.0), description=label,
                                         style=_STYLE)
+        if h.adds_state:
+            control.tooltip = f"adds {h.adds_state}"
         control.add_class(f"asynclab-{h.name.replace('_', '-')}")
         controls[h.name] = control
     return controls
+
+
+def state_note(rule: str) -> widgets.HTML:
+    """What the rule's options that add state add, under its controls."""
+    parts = [f"{_LABELS.get(name, name)} adds {what}"
+             for name, what in RULES[rule].state_options.items()]
+    return widgets.HTML(f"<small>{'; '.join(parts)} (here always kept: at 0 the rule "
+                        "computes what it computes without them).</small>")
 
 
 def explorer_cluster(*, workers: int, distribution: str, shape: float, heterogeneity: float,
@@ -306,8 +317,9 @@ class Explorer:
         self.rule_controls = rule_controls(rule)
         for control in self.rule_controls.values():
             control.observe(self._on_change, names="value")
-        self.rule_box.children = tuple(self.rule_controls.values())
         info = RULES[rule]
+        self.rule_box.children = tuple(self.rule_controls.values()) + (
+            (state_note(rule),) if info.state_options else ())
         has_steps = "local_steps" in info.parameters
         steps = self.controls["local_steps"]
         steps.disabled = not has_steps

@@ -132,7 +132,9 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
         info={"dataset": data.name, "model": spec, "batch_size": batch_size,
               "shards": shards, "workers": workers, "train": int(data.y_train.size),
               "validation": int(data.y_valid.size), "synthetic": data.synthetic,
-              "parameters": parameter_count(start)},
+              "parameters": parameter_count(start),
+              # examples one record evaluates: the training-loss subset, the validation set
+              "record_examples": int(y_loss.size + y_valid.size)},
     )
 
 

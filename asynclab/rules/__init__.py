@@ -9,11 +9,9 @@ from those declarations.
 
 from . import _parts as parts
 from ._base import AXIS as AXIS
-from ._base import AsynchronousRule as AsynchronousRule
 from ._base import ExchangeInfo as ExchangeInfo
 from ._base import Rule as Rule
 from ._base import ServerState as ServerState
-from ._base import SynchronousRule as SynchronousRule
 from ._base import WorkerState as WorkerState
 from ._catalogue import inner_optimizers as inner_optimizers
 from ._declaration import Hyperparameter as Hyperparameter
@@ -28,13 +26,11 @@ globals().update({_name: _info.factory for _name, _info in RULES.items()})
 __all__ = [
     "AXIS",
     "RULES",
-    "AsynchronousRule",
     "ExchangeInfo",
     "Hyperparameter",
     "Rule",
     "RuleInfo",
     "ServerState",
-    "SynchronousRule",
     "WorkerState",
     "declare",
     "inner_optimizers",

@@ -1,10 +1,14 @@
-"""The rule protocol: states, infos, and the two kinds of rule.
+"""The rule protocol: states, infos, and the rule.
 
 A rule is a ``NamedTuple`` of pure functions (optax / blackjax style). Its state lives
 in the ``NamedTuple`` states below and nowhere else; hyperparameters are closed over by
 the factory that builds the rule. Real-valued hyperparameters may be JAX arrays (traced
 values): executors rebuild a declared rule inside the compiled function from its
 ``structure`` and its ``values``, so a new value never recompiles.
+
+A state holds only what the rule's parts read (optax's convention): a momentum given as
+None has no buffer, a pulled centre that no part reads is None. Which fields are
+present is part of the rule's static structure; the values stay traced.
 
 Asynchronous rules split into *local work* (λ steps of an optax inner optimizer on one
 worker) and one atomic *exchange* at the server (commit, then pull). Synchronous rules
@@ -41,7 +45,10 @@ class WorkerState(NamedTuple):
     Attributes:
       params: the worker's parameters θᵏ.
       inner_state: the state of its optax inner optimizer.
-      pulled_center: the centre θ̃_pull it last pulled.
+      pulled_center: the centre θ̃_pull it last pulled, or None where no part of the rule
+        reads it between two exchanges: a worker that resets to the centre holds it as
+        its parameters, and its local work hands it to the exchange (see
+        ``parts.remember_pull``).
       pulled_clock: the server clock c_pull at that pull.
       steps: local steps done so far, attempted ones included when an early-stop test
         skips some (selects the worker's batch and noise).
@@ -60,8 +67,8 @@ class ServerState(NamedTuple):
     Attributes:
       center: the central variable θ̃.
       clock: number of commits (or rounds) applied.
-      outer_state: the state of the server's outer optimizer (server momentum, DiLoCo's
-        Nesterov), or () when the server adds updates as they come.
+      outer_state: the state of the server's outer optimizer (server momentum's previous
+        centre, DiLoCo's outer momentum), or () when the server adds updates as they come.
       extra: state of the rule's server-side scaling (gap-aware's EMA of g²), or ().
     """
 
@@ -83,11 +90,19 @@ class ExchangeInfo(NamedTuple):
     scale: Array
 
 
-class AsynchronousRule(NamedTuple):
-    """An asynchronous rule: local work, then one atomic exchange with the server.
+class Rule(NamedTuple):
+    """A rule: local work on a worker, then its exchange with the server.
+
+    An asynchronous rule's ``exchange`` is one atomic interaction of one worker with the
+    server (commit, then pull). A synchronous rule's ``exchange`` is one round's
+    synchronisation, called for every worker at once under the named axis ``"workers"``
+    (``jax.vmap`` in the replay, ``jax.shard_map`` on devices); the server it returns is
+    computed from collectives and so is the same on every worker.
 
     Attributes:
       name: registry name.
+      synchronous: True for a synchronous rule (one round per event), False for an
+        asynchronous one (one exchange per event).
       init_server: ``center -> ServerState``.
       init_worker: ``(params, server) -> WorkerState``.
       local: ``(worker, gradient, key, worker_id) -> worker``; ``key`` is the worker's own
@@ -97,14 +112,15 @@ class AsynchronousRule(NamedTuple):
       local_steps: λ, local steps per exchange (what a schedule must be made for).
       group_size: workers per synchronous group (``mixed``), 1 otherwise.
       warmup_rounds: rounds with one local step before λ applies (synchronous only).
-      structure: ``(name, static hyperparameters)`` of a rule built by a declared
-        factory, the key under which executors cache compilations; None for a rule
-        assembled by hand from parts (cached by identity).
+      structure: ``(name, static hyperparameters, absent options)`` of a rule built by a
+        declared factory, the key under which executors cache compilations; None for a
+        rule assembled by hand from parts (cached by identity).
       values: the traced hyperparameters, ``name -> value``; executors pass them to the
         compiled replay as an argument, so new values do not recompile.
     """
 
     name: str
+    synchronous: bool
     init_server: Callable[[Params], ServerState]
     init_worker: Callable[[Params, ServerState], WorkerState]
     local: Callable[[WorkerState, GradientFn, Array, Array], WorkerState]
@@ -116,45 +132,7 @@ class AsynchronousRule(NamedTuple):
     structure: tuple | None = None
     values: Mapping[str, Any] = MappingProxyType({})
 
-    @property
-    def synchronous(self) -> bool:
-        return False
 
-
-class SynchronousRule(NamedTuple):
-    """A synchronous rule: local work on every worker, then one collective synchronisation.
-
-    Attributes:
-      name: registry name.
-      init_server: ``center -> ServerState``.
-      init_worker: ``(params, server) -> WorkerState``.
-      local: ``(worker, gradient, key, worker_id) -> worker``, as for asynchronous rules.
-      synchronize: ``(server, worker) -> (server, worker, ExchangeInfo)``, called for every
-        worker at once under the named axis ``"workers"`` (``jax.vmap`` in the replay,
-        ``jax.shard_map`` on devices); the server it returns is computed from collectives and
-        so is the same on every worker.
-      hyperparameters, local_steps, group_size, warmup_rounds, structure, values: as for
-        :class:`AsynchronousRule`.
-    """
-
-    name: str
-    init_server: Callable[[Params], ServerState]
-    init_worker: Callable[[Params, ServerState], WorkerState]
-    local: Callable[[WorkerState, GradientFn, Array, Array], WorkerState]
-    synchronize: Callable[[ServerState, WorkerState], tuple[ServerState, WorkerState, ExchangeInfo]]
-    hyperparameters: dict
-    local_steps: int = 1
-    group_size: int = 1
-    warmup_rounds: int = 0
-    structure: tuple | None = None
-    values: Mapping[str, Any] = MappingProxyType({})
-
-    @property
-    def synchronous(self) -> bool:
-        return True
-
-
-Rule = AsynchronousRule | SynchronousRule
 
 
 def server_at(center: Params, outer_state: Any = (), extra: Any = ()) -> ServerState:

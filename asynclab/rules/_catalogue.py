@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from .._errors import ConfigError
-from ._base import AXIS, AsynchronousRule, SynchronousRule
+from ._base import AXIS, Rule
 from ._declaration import declare
 from ._parts import (
     INNER_OPTIMIZERS,
@@ -45,6 +45,7 @@ from ._parts import (
     normalised_step,
     outer_optimizer,
     parameters,
+    remember_pull,
     replace,
     reset_to_center,
     server_momentum,
@@ -65,20 +66,22 @@ class _Common(NamedTuple):
     hyperparameters: dict
 
 
-def _common(name, learning_rate, local_steps, worker_momentum=0.0, server_momentum_=None,
+def _optional_momentum(name, field, value):
+    """A momentum in (−1, 1), or None (the option not given: no buffer)."""
+    return None if value is None else check_momentum(name, field, value)
+
+
+def _common(name, learning_rate, local_steps, worker_momentum=None, server_momentum_=None,
             nesterov=False, inner="sgd") -> _Common:
-    """The checked common hyperparameters; ``server_momentum_=None`` for rules without a
-    server update to put momentum on; ``inner`` names the inner optimizer (sgd, adam)."""
+    """The checked common hyperparameters; a momentum of None is no buffer (and, at the
+    server, no outer step); ``inner`` names the inner optimizer (sgd, adam)."""
     learning_rate = check_positive(name, "learning_rate", learning_rate)
     local_steps = check_count(name, "local_steps", local_steps)
-    worker_momentum = check_momentum(name, "worker_momentum", worker_momentum)
+    worker_momentum = _optional_momentum(name, "worker_momentum", worker_momentum)
+    server_momentum_ = _optional_momentum(name, "server_momentum", server_momentum_)
     hp = {"learning_rate": learning_rate, "local_steps": local_steps,
-          "worker_momentum": worker_momentum}
-    outer = None
-    if server_momentum_ is not None:
-        server_momentum_ = check_momentum(name, "server_momentum", server_momentum_)
-        outer = server_momentum(server_momentum_)
-        hp["server_momentum"] = server_momentum_
+          "worker_momentum": worker_momentum, "server_momentum": server_momentum_}
+    outer = server_momentum(server_momentum_)
     optimizer = worker_optimizer(name, inner, learning_rate, worker_momentum, nesterov)
     return _Common(learning_rate, local_steps, optimizer, outer, hp)
 
@@ -98,7 +101,7 @@ def _reset_rule(name, c: _Common, commit, apply, init_extra=None, **extra_hp):
          "Robbins & Monro 1951",
          static=("local_steps", "inner"))
 def sequential_sgd(learning_rate: float, local_steps: int = 1,
-                   worker_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
+                   worker_momentum: float | None = None, inner: str = "sgd") -> Rule:
     """Sequential SGD, the reference: one worker, θ ← θ − η g, no server arithmetic.
 
     Run it on a one-worker cluster; each event of its trace is ``local_steps`` SGD steps,
@@ -114,8 +117,8 @@ def sequential_sgd(learning_rate: float, local_steps: int = 1,
          "commit the accumulated step, add it, reset to the centre",
          "Dean et al., NIPS 2012",
          static=("local_steps", "inner"))
-def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-             server_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
+def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float | None = None,
+             server_momentum: float | None = None, inner: str = "sgd") -> Rule:
     """DOWNPOUR (Dean et al. 2012): Δ = a; θ̃ ← θ̃ + Δ; θᵏ ← θ̃.
 
     With ``local_steps = 1`` this is plain asynchronous SGD. ``inner="adam"`` makes the
@@ -133,8 +136,8 @@ def downpour(learning_rate: float, local_steps: int = 1, worker_momentum: float 
          "DOWNPOUR with the commit scaled by 1/(τ+1)",
          "Jiang et al., SIGMOD 2017",
          static=("local_steps", "inner"))
-def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-           server_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
+def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float | None = None,
+           server_momentum: float | None = None, inner: str = "sgd") -> Rule:
     """DynSGD (Jiang et al. 2017): Δ = a; θ̃ ← θ̃ + Δ / (τ + 1); θᵏ ← θ̃."""
     c = _common("dynsgd", learning_rate, local_steps, worker_momentum, server_momentum,
                 inner=inner)
@@ -145,8 +148,8 @@ def dynsgd(learning_rate: float, local_steps: int = 1, worker_momentum: float = 
          "accumulated gradient normalisation: commit a/λ",
          "Hermans, ACML 2017",
          static=("local_steps", "inner"))
-def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-        server_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
+def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float | None = None,
+        server_momentum: float | None = None, inner: str = "sgd") -> Rule:
     """AGN, accumulated gradient normalisation (Hermans 2017): Δ = a / λ; θ̃ ← θ̃ + Δ.
 
     With λ = 1 it is DOWNPOUR. The thesis's heuristic: λ ≈ (n + number of layers) / 2.
@@ -161,8 +164,8 @@ def agn(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0
          "Hermans 2017 (thesis), ch. 4",
          static=("local_steps", "norm", "inner"))
 def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: bool = False,
-         worker_momentum: float = 0.0, server_momentum: float = 0.0,
-         inner: str = "sgd") -> AsynchronousRule:
+         worker_momentum: float | None = None, server_momentum: float | None = None,
+         inner: str = "sgd") -> Rule:
     """ADAG (Hermans 2017, ch. 4): AGN's Δ = a / λ scaled per weight by the distance
     the centre moved since the worker pulled: θ̃ ← θ̃ + Δ ⊙ 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1).
 
@@ -182,8 +185,9 @@ def adag(learning_rate: float, local_steps: int = 1, gamma: float = 1e-4, norm: 
          "step η/τ (η when τ = 0)",
          "Zhang, Gupta, Lian, Liu, IJCAI 2016",
          static=("local_steps",))
-def staleness_aware(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-                    server_momentum: float = 0.0) -> AsynchronousRule:
+def staleness_aware(learning_rate: float, local_steps: int = 1,
+                    worker_momentum: float | None = None,
+                    server_momentum: float | None = None) -> Rule:
     """Staleness-aware SGD (Zhang, Gupta, Lian, Liu 2016): step η/τ (η when τ = 0)."""
     c = _common("staleness_aware", learning_rate, local_steps, worker_momentum, server_momentum)
     return _reset_rule("staleness_aware", c, accumulated_step,
@@ -195,8 +199,8 @@ def staleness_aware(learning_rate: float, local_steps: int = 1, worker_momentum:
          "Mishchenko et al., NeurIPS 2022",
          static=("workers", "local_steps"))
 def delay_adaptive(learning_rate: float, workers: int, local_steps: int = 1,
-                   worker_momentum: float = 0.0,
-                   server_momentum: float = 0.0) -> AsynchronousRule:
+                   worker_momentum: float | None = None,
+                   server_momentum: float | None = None) -> Rule:
     """Delay-adaptive step (Mishchenko et al. 2022): η_k = η · n / max(n, τ_k).
 
     Args:
@@ -213,7 +217,7 @@ def delay_adaptive(learning_rate: float, workers: int, local_steps: int = 1,
          "Zheng et al., ICML 2017",
          static=("local_steps",))
 def dc_asgd(learning_rate: float, local_steps: int = 1, kappa: float = 0.04,
-            worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
+            worker_momentum: float | None = None, server_momentum: float | None = None) -> Rule:
     """DC-ASGD (Zheng et al. 2017): g ← g + κ g ⊙ g ⊙ (θ̃ − θ̃_pull). MXNet's κ = 0.04."""
     c = _common("dc_asgd", learning_rate, local_steps, worker_momentum, server_momentum)
     kappa = check_nonnegative("dc_asgd", "kappa", kappa)
@@ -226,7 +230,7 @@ def dc_asgd(learning_rate: float, local_steps: int = 1, kappa: float = 0.04,
          "Barkai, Hakimi, Schuster, ICLR 2020",
          static=("local_steps",))
 def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
-              worker_momentum: float = 0.0, server_momentum: float = 0.0) -> AsynchronousRule:
+              worker_momentum: float | None = None, server_momentum: float | None = None) -> Rule:
     """Gap-aware (Barkai, Hakimi, Schuster 2020): Δ ← Δ / G,
     G = 1 + |θ̃ − θ̃_pull| / C, C = η (√v̂ + ε), v an EMA (``decay``) of g²."""
     c = _common("gap_aware", learning_rate, local_steps, worker_momentum, server_momentum)
@@ -240,7 +244,7 @@ def gap_aware(learning_rate: float, local_steps: int = 1, decay: float = 0.999,
          "Zhang, Choromanska, LeCun, NIPS 2015",
          static=("local_steps", "inner"))
 def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
-           worker_momentum: float = 0.0, inner: str = "sgd") -> AsynchronousRule:
+           worker_momentum: float | None = None, inner: str = "sgd") -> Rule:
     """Asynchronous EASGD (Zhang, Choromanska, LeCun 2015).
 
     Every λ local steps the worker reads θ̃, E = α (θᵏ − θ̃) with α = ηρ; θᵏ ← θᵏ − E and
@@ -255,7 +259,7 @@ def aeasgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
          "Zhang, Choromanska, LeCun, NIPS 2015",
          static=("local_steps",))
 def eamsgd(learning_rate: float, local_steps: int = 32, elasticity: float = 5.0,
-           momentum: float = 0.99) -> AsynchronousRule:
+           momentum: float = 0.99) -> Rule:
     """EAMSGD: asynchronous EASGD with a Nesterov-momentum inner optimizer (momentum δ).
 
     With momentum 0 it is asynchronous EASGD.
@@ -280,8 +284,8 @@ def _elastic(name, c: _Common, elasticity):
          "Hadjis et al. (Omnivore) 2016; Mitliagkas et al. 2016",
          static=("local_steps", "group_size", "between"))
 def mixed(learning_rate: float, local_steps: int = 1, group_size: int = 2,
-          between: str = "downpour", worker_momentum: float = 0.0,
-          server_momentum: float = 0.0) -> AsynchronousRule:
+          between: str = "downpour", worker_momentum: float | None = None,
+          server_momentum: float | None = None) -> Rule:
     """Mixed (hybrid): synchronous inside groups of ``group_size`` workers (model
     averaging over the group after λ local steps), asynchronous between groups with the
     rule ``between`` (any asynchronous rule of the reset family: downpour, agn, dynsgd,
@@ -301,7 +305,7 @@ def mixed(learning_rate: float, local_steps: int = 1, group_size: int = 2,
     return base._replace(
         name="mixed",
         init_worker=start_at_center(inner, copies=group_size),
-        local=group_local_work(inner, base.local_steps, group_size),
+        local=remember_pull(group_local_work(inner, base.local_steps, group_size)),
         hyperparameters={**base.hyperparameters, "group_size": group_size, "between": between},
         group_size=group_size,
     )
@@ -319,8 +323,9 @@ _REGISTRY_BETWEEN = {"downpour": downpour, "agn": agn, "dynsgd": dynsgd, "adag":
          "λ local SGD steps per worker, then average the parameters",
          "Zinkevich et al., NIPS 2010; Hermans 2017, ch. 2",
          static=("local_steps",))
-def model_averaging(learning_rate: float, local_steps: int = 1, worker_momentum: float = 0.0,
-                    server_momentum: float = 0.0) -> SynchronousRule:
+def model_averaging(learning_rate: float, local_steps: int = 1,
+                    worker_momentum: float | None = None,
+                    server_momentum: float | None = None) -> Rule:
     """Model averaging: λ local SGD steps on every worker, then θ̃ ← mean_k θᵏ.
 
     Workers start from their own initial parameters (identical, or random per worker in
@@ -340,14 +345,14 @@ def model_averaging(learning_rate: float, local_steps: int = 1, worker_momentum:
          "average the workers' gradient steps: one SGD step with an n× batch",
          "e.g. Goyal et al. 2017",
          static=())
-def synchronous_sgd(learning_rate: float, server_momentum: float = 0.0) -> SynchronousRule:
+def synchronous_sgd(learning_rate: float, server_momentum: float | None = None) -> Rule:
     """Synchronous mini-batch SGD: θ̃ ← θ̃ − η · mean_k gᵏ, all workers take θ̃.
 
     Every worker takes one SGD step from the centre and the server averages the results:
     mean_k (θ̃ − η gᵏ) = θ̃ − η mean_k gᵏ, one SGD step with an n× larger batch. It is
     model averaging with λ = 1, built from the same parts.
     """
-    c = _common("synchronous_sgd", learning_rate, 1, 0.0, server_momentum)
+    c = _common("synchronous_sgd", learning_rate, 1, None, server_momentum)
     hp = {"learning_rate": c.learning_rate,
           "server_momentum": c.hyperparameters["server_momentum"]}
     # no worker momentum here: one step from the centre per round makes it meaningless
@@ -360,8 +365,8 @@ def synchronous_sgd(learning_rate: float, server_momentum: float = 0.0) -> Synch
          "model averaging every H steps",
          "Stich, ICLR 2019",
          static=("local_steps",))
-def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float = 0.0,
-              server_momentum: float = 0.0) -> SynchronousRule:
+def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float | None = None,
+              server_momentum: float | None = None) -> Rule:
     """Local SGD (Stich 2018): model averaging every H = ``local_steps`` steps."""
     c = _common("local_sgd", learning_rate, local_steps, worker_momentum, server_momentum)
     return synchronous("local_sgd", inner=c.inner, local_steps=c.local_steps,
@@ -374,8 +379,8 @@ def local_sgd(learning_rate: float, local_steps: int = 8, worker_momentum: float
          "Lin et al., ICLR 2020",
          static=("local_steps", "warmup_rounds"))
 def post_local_sgd(learning_rate: float, local_steps: int = 8, warmup_rounds: int = 10,
-                   worker_momentum: float = 0.0,
-                   server_momentum: float = 0.0) -> SynchronousRule:
+                   worker_momentum: float | None = None,
+                   server_momentum: float | None = None) -> Rule:
     """Post-local SGD (Lin et al. 2018): H = 1 for ``warmup_rounds`` rounds, then H = λ.
 
     The simulator schedules the warm-up rounds with one local step each.
@@ -399,7 +404,7 @@ def post_local_sgd(learning_rate: float, local_steps: int = 8, warmup_rounds: in
          "Zhang, Choromanska, LeCun, NIPS 2015",
          static=("local_steps", "early_stop"))
 def easgd(learning_rate: float, local_steps: int = 1, elasticity: float = 1.0,
-          early_stop: bool = False, worker_momentum: float = 0.0) -> SynchronousRule:
+          early_stop: bool = False, worker_momentum: float | None = None) -> Rule:
     """Synchronous EASGD (Zhang, Choromanska, LeCun 2015), α = ηρ, β = nα.
 
     After λ local steps: θᵏ ← θᵏ − α (θᵏ − θ̃) and θ̃ ← θ̃ + α Σ_k (θᵏ − θ̃), both from the
@@ -429,6 +434,7 @@ def easgd(learning_rate: float, local_steps: int = 1, elasticity: float = 1.0,
     local = local_work(c.inner, c.local_steps, stop=at_equilibrium if early_stop else None)
     return synchronous("easgd", inner=c.inner, local_steps=c.local_steps,
                        aggregate=_elastic_sync(alpha), pull=elastic_pull(alpha), local=local,
+                       keep_pulled=early_stop,
                        hyperparameters={**c.hyperparameters, "elasticity": elasticity,
                                         "early_stop": early_stop})
 
@@ -462,7 +468,7 @@ def inner_optimizers(rule: str) -> tuple[str, ...]:
          static=("local_steps", "inner", "nesterov"))
 def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "adamw",
            weight_decay: float = 0.0, outer_learning_rate: float = 0.7,
-           outer_momentum: float = 0.9, nesterov: bool = True) -> SynchronousRule:
+           outer_momentum: float = 0.9, nesterov: bool = True) -> Rule:
     """DiLoCo (Douillard et al. 2023): H inner AdamW steps per replica; the outer
     gradient θ̃ − mean_k θᵏ goes through SGD with Nesterov momentum (lr 0.7, 0.9);
     replicas reset to θ̃ and keep their inner optimizer state.

@@ -5,7 +5,10 @@ description, its reference and which hyperparameters are *static* (they decide t
 of the computation: λ, group size, warm-up rounds, the inner optimizer, a variant
 switch). Every other hyperparameter is *traced*: a number that may be a JAX array, so
 that executors pass it to a compiled replay as an argument and a new value never
-recompiles. Defaults come from the factory's signature. The registry (``RULES``), the
+recompiles. A traced hyperparameter whose default is None is an *option that adds state*
+(optax's convention: ``worker_momentum=None`` means no momentum buffer, any number, 0.0
+included, is a buffer); whether it is given is part of the rule's structure, its value
+stays traced. Defaults come from the factory's signature. The registry (``RULES``), the
 package's exports and ``asynclab rules`` all read the declarations.
 """
 
@@ -29,11 +32,14 @@ class Hyperparameter(NamedTuple):
       default: its default value, or ``inspect.Parameter.empty`` when it has none.
       static: True when it decides the shape of the computation (a new value compiles
         a new replay); False for a traced real number.
+      adds_state: for an option whose default is None, what giving it adds to the
+        rule's state (None for the other hyperparameters).
     """
 
     name: str
     default: Any
     static: bool
+    adds_state: str | None = None
 
     @property
     def required(self) -> bool:
@@ -79,18 +85,32 @@ class RuleInfo(NamedTuple):
         return tuple(h.name for h in self.hyperparameters if not h.static)
 
     @property
+    def state_options(self) -> dict[str, str]:
+        """The options that add state when given: ``name -> what they add``."""
+        return {h.name: h.adds_state for h in self.hyperparameters if h.adds_state}
+
+    @property
     def defaults(self) -> dict:
         """Default values of the hyperparameters that have one."""
         return {h.name: h.default for h in self.hyperparameters if not h.required}
 
-    def rebuild(self, static: tuple, values: dict) -> Rule:
+    def rebuild(self, static: tuple, values: dict, absent: tuple = ()) -> Rule:
         """The rule with static hyperparameters ``static`` (``(name, value)`` pairs, as in
-        ``rule.structure[1]``) and traced ``values`` (tracers inside a compiled replay)."""
-        return self.factory(**dict(static), **values)
+        ``rule.structure[1]``), traced ``values`` (tracers inside a compiled replay) and
+        the options ``absent`` (``rule.structure[2]``) not given."""
+        return self.factory(**dict(static), **dict.fromkeys(absent), **values)
 
 
 #: Every declared rule by name, in declaration order.
 RULES: dict[str, RuleInfo] = {}
+
+
+#: What each option that adds state adds, by name (a rule's option with default None
+#: must be named here).
+STATE_OPTIONS = {
+    "worker_momentum": "a momentum buffer on every worker",
+    "server_momentum": "the previous centre at the server",
+}
 
 
 def declare(kind: str, description: str, reference: str, static: tuple[str, ...] = ()):
@@ -103,11 +123,13 @@ def declare(kind: str, description: str, reference: str, static: tuple[str, ...]
       reference: where the rule comes from.
       static: the hyperparameters that decide the shape of the computation. Every other
         one is traced, and must be a real number; a default that is a bool, an int or a
-        string marks a static one, and forgetting to declare it so is an error here.
+        string marks a static one, and forgetting to declare it so is an error here. A
+        default of None marks an option that adds state (:data:`STATE_OPTIONS`).
 
     The decorated factory validates concrete values (``ConfigError`` naming the rule and
     the field), skips the checks for traced values, and returns a rule whose
-    ``structure`` is ``(name, static values)`` and whose ``values`` are the traced ones.
+    ``structure`` is ``(name, static values, options not given)`` and whose ``values`` are
+    the traced ones that were given.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -124,7 +146,13 @@ def declare(kind: str, description: str, reference: str, static: tuple[str, ...]
             if not is_static and isinstance(p.default, bool | int | str):
                 raise ValueError(f"rule {name}: {p.name} has a non-real default "
                                  f"{p.default!r}; declare it static")
-            hyperparameters.append(Hyperparameter(p.name, p.default, is_static))
+            adds_state = None
+            if p.default is None and not is_static:
+                if p.name not in STATE_OPTIONS:
+                    raise ValueError(f"rule {name}: {p.name} defaults to None but is not an "
+                                     "option that adds state (STATE_OPTIONS)")
+                adds_state = STATE_OPTIONS[p.name]
+            hyperparameters.append(Hyperparameter(p.name, p.default, is_static, adds_state))
 
         @functools.wraps(factory)
         def build(*args, **kwargs) -> Rule:
@@ -132,11 +160,13 @@ def declare(kind: str, description: str, reference: str, static: tuple[str, ...]
             bound.apply_defaults()
             rule = factory(**bound.arguments)
             checked = {k: rule.hyperparameters.get(k, v) for k, v in bound.arguments.items()}
+            absent = tuple(k for k, v in checked.items() if k not in static and v is None)
             return rule._replace(
                 name=name,
                 hyperparameters=checked,
-                structure=(name, tuple((k, checked[k]) for k in static)),
-                values={k: v for k, v in checked.items() if k not in static},
+                structure=(name, tuple((k, checked[k]) for k in static), absent),
+                values={k: v for k, v in checked.items()
+                        if k not in static and k not in absent},
             )
 
         if name in RULES:

@@ -21,12 +21,11 @@ from .._errors import ConfigError
 from .._oracle import as_oracle
 from ._base import (
     AXIS,
-    AsynchronousRule,
     ExchangeInfo,
     GradientFn,
     Params,
+    Rule,
     ServerState,
-    SynchronousRule,
     WorkerState,
     server_at,
 )
@@ -127,12 +126,13 @@ def check_flag(rule: str, name: str, value) -> bool:
 # ----------------------------------------------------------------------------- optimizers
 
 
-def worker_sgd(learning_rate: float, momentum: float = 0.0,
+def worker_sgd(learning_rate: float, momentum: float | None = None,
                nesterov: bool = False) -> optax.GradientTransformation:
     """The inner optimizer: optax SGD, with per-worker momentum whose buffer survives pulls.
 
-    The momentum buffer is always there, so the momentum may be a traced value; with
-    momentum 0 the buffer adds 0·m to each gradient, which leaves it unchanged.
+    ``momentum=None`` is plain SGD, with no buffer; any number (0.0 included) keeps a
+    buffer per worker and may be a traced value (with 0 the buffer adds 0·m to each
+    gradient, which leaves it unchanged).
     """
     return optax.sgd(learning_rate, momentum=momentum, nesterov=nesterov)
 
@@ -141,18 +141,19 @@ def worker_sgd(learning_rate: float, momentum: float = 0.0,
 INNER_OPTIMIZERS = ("sgd", "adam")
 
 
-def worker_optimizer(rule: str, inner: str, learning_rate, momentum=0.0,
+def worker_optimizer(rule: str, inner: str, learning_rate, momentum=None,
                      nesterov: bool = False) -> optax.GradientTransformation:
     """The inner optimizer named ``inner``: ``"sgd"`` (:func:`worker_sgd`, with the worker
     momentum) or ``"adam"`` (``optax.adam(learning_rate)``, Kingma & Ba's defaults β₁ = 0.9,
     β₂ = 0.999, ε = 1e-8). Its state belongs to the worker and survives pulls.
 
-    Adam keeps its own moments, so a (concrete) nonzero worker momentum is refused with it.
+    Adam keeps its own moments, so a worker momentum is refused with it (a concrete 0
+    is accepted and adds nothing).
     """
     if inner == "sgd":
         return worker_sgd(learning_rate, momentum, nesterov)
     if inner == "adam":
-        if not traced(momentum) and momentum:
+        if momentum is not None and not traced(momentum) and momentum:
             raise ConfigError(f"{rule}: worker_momentum needs inner='sgd' (Adam keeps its "
                               f"own moments), got worker_momentum={momentum!r}")
         return optax.adam(learning_rate)
@@ -168,13 +169,16 @@ class Outer(NamedTuple):
     step: Callable[[Params, Params, Any], tuple[Params, Any]]
 
 
-def server_momentum(momentum) -> Outer:
+def server_momentum(momentum) -> Outer | None:
     """Heavy ball at the server on the sequence of central updates (Mitliagkas et al.).
 
     θ̃_{t+1} = θ̃_t + Δ + μ (θ̃_t − θ̃_{t−1}), written as ``proposed + μ v`` with
     ``proposed = θ̃_t + Δ`` the rule's own update and ``v = θ̃_t − θ̃_{t−1}`` the state, so
     μ = 0 gives exactly the rule without momentum and μ may be a traced value.
+    ``momentum=None`` is no outer step at all (None), and no state.
     """
+    if momentum is None:
+        return None
 
     def init(center):
         return jax.tree.map(jnp.zeros_like, center)
@@ -262,6 +266,18 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
     return local
 
 
+def remember_pull(local):
+    """The local work of a worker that resets to the centre it pulls: it stores no pulled
+    centre between exchanges (its parameters are that centre when its work begins), and
+    this hands the starting parameters to the exchange as ``pulled_center``."""
+
+    def remembering(worker: WorkerState, gradient, key, worker_id) -> WorkerState:
+        start = worker.params
+        return local(worker, gradient, key, worker_id)._replace(pulled_center=start)
+
+    return remembering
+
+
 def _plain_local(inner, local_steps, worker, oracle, window):
     def step(carry, i):
         params, inner_state = carry
@@ -307,10 +323,12 @@ def group_local_work(inner: optax.GradientTransformation, local_steps: int, grou
 # ----------------------------------------------------------------------------- init
 
 
-def start_at_center(inner: optax.GradientTransformation, copies: int | None = None):
+def start_at_center(inner: optax.GradientTransformation, copies: int | None = None,
+                    keep_pulled: bool = False):
     """Workers begin by pulling the centre (asynchronous rules).
 
-    With ``copies`` the inner state is stacked that many times (a group's members).
+    With ``copies`` the inner state is stacked that many times (a group's members); with
+    ``keep_pulled`` the worker stores the centre it pulled (None otherwise).
     """
 
     def init_worker(params: Params, server: ServerState) -> WorkerState:
@@ -321,7 +339,7 @@ def start_at_center(inner: optax.GradientTransformation, copies: int | None = No
         return WorkerState(
             params=server.center,
             inner_state=state,
-            pulled_center=server.center,
+            pulled_center=server.center if keep_pulled else None,
             pulled_clock=server.clock,
             steps=jnp.zeros((), jnp.int32),
         )
@@ -329,14 +347,15 @@ def start_at_center(inner: optax.GradientTransformation, copies: int | None = No
     return init_worker
 
 
-def start_at_own(inner: optax.GradientTransformation):
-    """Workers begin at their own parameters (synchronous rules; random starts)."""
+def start_at_own(inner: optax.GradientTransformation, keep_pulled: bool = False):
+    """Workers begin at their own parameters (synchronous rules; random starts); with
+    ``keep_pulled`` they store the starting centre as the one they pulled."""
 
     def init_worker(params: Params, server: ServerState) -> WorkerState:
         return WorkerState(
             params=params,
             inner_state=inner.init(params),
-            pulled_center=server.center,
+            pulled_center=server.center if keep_pulled else None,
             pulled_clock=server.clock,
             steps=jnp.zeros((), jnp.int32),
         )
@@ -507,7 +526,9 @@ def elastic_average(beta: float):
 
 
 # ----------------------------------------------------------------------------- pulls
-# What the worker takes back: Pull = (old server, new server, worker) -> worker
+# What the worker takes back: Pull = (old server, new server, worker) -> worker. A pull
+# notes the centre it saw as ``pulled_center``; the composition below keeps it only for a
+# rule that reads it between exchanges (``keep_pulled``).
 
 
 def reset_to_center(old: ServerState, server: ServerState, worker: WorkerState) -> WorkerState:
@@ -534,6 +555,17 @@ def elastic_pull(alpha: float):
     return pull
 
 
+def _stored(pull: Pull, keep_pulled: bool) -> Pull:
+    """``pull``, storing the pulled centre only with ``keep_pulled``."""
+    if keep_pulled:
+        return pull
+
+    def stored(old: ServerState, server: ServerState, worker: WorkerState) -> WorkerState:
+        return pull(old, server, worker)._replace(pulled_center=None)
+
+    return stored
+
+
 # ----------------------------------------------------------------------------- composition
 
 Commit = Callable[[WorkerState], Params]
@@ -549,8 +581,10 @@ def _outer_step(outer: Outer | None, server: ServerState, proposed):
     return outer.step(server.center, proposed, server.outer_state)
 
 
-def exchange_of(commit: Commit, apply: Apply, pull: Pull, outer=None):
-    """One atomic server interaction: commit, apply (through ``outer``), advance, pull."""
+def exchange_of(commit: Commit, apply: Apply, pull: Pull, outer=None, keep_pulled=False):
+    """One atomic server interaction: commit, apply (through ``outer``), advance, pull;
+    the worker stores the centre it pulled only with ``keep_pulled``."""
+    pull = _stored(pull, keep_pulled)
 
     def exchange(server: ServerState, worker: WorkerState):
         staleness = server.clock - worker.pulled_clock
@@ -563,8 +597,10 @@ def exchange_of(commit: Commit, apply: Apply, pull: Pull, outer=None):
     return exchange
 
 
-def synchronize_of(aggregate: Aggregate, pull: Pull, outer=None):
-    """One synchronous round's communication: aggregate, outer step, advance, pull."""
+def synchronize_of(aggregate: Aggregate, pull: Pull, outer=None, keep_pulled=False):
+    """One synchronous round's communication: aggregate, outer step, advance, pull; the
+    worker stores the centre it pulled only with ``keep_pulled``."""
+    pull = _stored(pull, keep_pulled)
 
     def synchronize(server: ServerState, worker: WorkerState):
         proposed, scale = aggregate(server, worker)
@@ -585,6 +621,13 @@ def _server_init(outer, init_extra):
     return init_server
 
 
+def _local(inner, local_steps, local, pull, keep_pulled):
+    """The rule's local work; a worker that resets to the centre and does not store the
+    centre it pulled hands its starting parameters to the exchange (:func:`remember_pull`)."""
+    local = local or local_work(inner, local_steps)
+    return remember_pull(local) if pull is reset_to_center and not keep_pulled else local
+
+
 def asynchronous(
     name: str,
     *,
@@ -597,15 +640,21 @@ def asynchronous(
     outer: Outer | None = None,
     init_extra: Callable[[Params], Any] | None = None,
     local=None,
-    init_worker=None,
-) -> AsynchronousRule:
-    """An asynchronous rule from its parts."""
-    return AsynchronousRule(
+    keep_pulled: bool = False,
+) -> Rule:
+    """An asynchronous rule from its parts.
+
+    The worker stores the centre it pulled only with ``keep_pulled`` (for parts that read
+    it and a pull that does not reset the worker); a worker that resets to the centre
+    hands it to the exchange from its local work.
+    """
+    return Rule(
         name=name,
+        synchronous=False,
         init_server=_server_init(outer, init_extra),
-        init_worker=init_worker or start_at_center(inner),
-        local=local or local_work(inner, local_steps),
-        exchange=exchange_of(commit, apply, pull, outer),
+        init_worker=start_at_center(inner, keep_pulled=keep_pulled),
+        local=_local(inner, local_steps, local, pull, keep_pulled),
+        exchange=exchange_of(commit, apply, pull, outer, keep_pulled),
         hyperparameters=hyperparameters,
         local_steps=int(local_steps),
     )
@@ -622,14 +671,16 @@ def synchronous(
     outer: Outer | None = None,
     local=None,
     warmup_rounds: int = 0,
-) -> SynchronousRule:
-    """A synchronous rule from its parts."""
-    return SynchronousRule(
+    keep_pulled: bool = False,
+) -> Rule:
+    """A synchronous rule from its parts (``keep_pulled`` as for :func:`asynchronous`)."""
+    return Rule(
         name=name,
+        synchronous=True,
         init_server=_server_init(outer, None),
-        init_worker=start_at_own(inner),
-        local=local or local_work(inner, local_steps),
-        synchronize=synchronize_of(aggregate, pull, outer),
+        init_worker=start_at_own(inner, keep_pulled=keep_pulled),
+        local=_local(inner, local_steps, local, pull, keep_pulled),
+        exchange=synchronize_of(aggregate, pull, outer, keep_pulled),
         hyperparameters=hyperparameters,
         local_steps=int(local_steps),
         warmup_rounds=int(warmup_rounds),
