@@ -165,9 +165,12 @@ def test_the_rule_computes_the_staleness_the_simulator_scheduled():
     def no_gradient(params, key, worker, step):
         return jnp.zeros_like(params)
 
+    @jax.jit
+    def commit(server, worker, w):
+        return rule.exchange(server, rule.local(worker, no_gradient, jax.random.key(0), w))
+
     for w in trace.worker:
-        worked = rule.local(workers[w], no_gradient, jax.random.key(0), w)
-        server, workers[w], info = rule.exchange(server, worked)
+        server, workers[w], info = commit(server, workers[w], w)
         seen.append(int(info.staleness))
     np.testing.assert_array_equal(seen, trace.staleness)
 

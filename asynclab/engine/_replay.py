@@ -31,12 +31,12 @@ from ..problems._problem import check_noise
 from ..rules import AXIS, RULES, Rule
 from ._core import (
     INITS,
+    all_finite,
     check_init,
     check_traces,
     compiler_options,
     default_record_every,
     event_arrays,
-    guard,
     initial_state,
     put_row,
     recorded_loss,
@@ -53,35 +53,72 @@ class Carry(NamedTuple):
     Attributes:
       server, workers: the rule's states (workers stacked on a leading axis).
       diverged_at: the event at which the centre first became non-finite, -1 if none.
-      center: the centre after the last real event before divergence: what the run
-        records and reports. The states run on past the end of a shorter trace (padding)
-        and past divergence, where nothing reads them.
+      stopped: whether the run has ended: it diverged, or its trace ran out (the padding
+        events after a shorter trace's end). The states run on past that point, where
+        nothing reads them.
+      center: the centre the run ended with (its last finite one), once ``stopped``;
+        :func:`reported_center` reads it.
     """
 
     server: object
     workers: object
     diverged_at: jax.Array
+    stopped: jax.Array
     center: object
 
 
-def _guarded(carry: Carry, server, workers, active, index) -> Carry:
-    """An event's result, with the divergence guard: the reported centre follows the
-    server's while events are real and the centre finite; the first live event whose
-    centre is not finite marks the run as diverged there, and the centre stays the last
-    finite one. One select over the centre per event, none over the states."""
-    keep, diverged_at = guard(server.center, carry.diverged_at, active, index)
-    return Carry(server, workers, diverged_at, select(keep, server.center, carry.center))
+def _stepped(carry: Carry, server, workers, active, index) -> tuple[Carry, jax.Array]:
+    """An event's result and the divergence guard, for one seed: ``(carry, stop)``.
+
+    A live event (real, and the run not ended) whose centre is not finite marks the run
+    as diverged there. ``stop`` is true at the event that ends the run (the first that
+    diverges or is padding): the caller then keeps the centre from before it
+    (:func:`_keep_centers`). No select over the states: they run on.
+    """
+    running = ~carry.stopped
+    finite = all_finite(server.center)
+    stop = running & (~active | ~finite)
+    diverged_at = jnp.where(running & active & ~finite, index, carry.diverged_at)
+    return carry._replace(server=server, workers=workers, diverged_at=diverged_at,
+                          stopped=carry.stopped | stop), stop
+
+
+def _batched_select(keep, new, old):
+    """``new`` where ``keep`` else ``old``, per batch element (leading axis)."""
+    def leaf(a, b):
+        return jnp.where(keep.reshape(keep.shape + (1,) * (a.ndim - keep.ndim)), a, b)
+
+    return jax.tree.map(leaf, new, old)
+
+
+def _keep_centers(before: Carry, after: Carry, stop) -> Carry:
+    """``after``, keeping ``before``'s centre for the runs that stop at this event.
+
+    On a batch of runs, the select over the centres happens only at an event where one
+    of them stops (``lax.cond`` on the whole batch): once per run, not at every event.
+    """
+    center = jax.lax.cond(jnp.any(stop),
+                          lambda: _batched_select(stop, before.server.center, before.center),
+                          lambda: before.center)
+    return after._replace(center=center)
+
+
+def reported_center(carry: Carry):
+    """The centre a run reports: the server's while it runs, the kept one once ended."""
+    return _batched_select(carry.stopped, carry.center, carry.server.center)
 
 
 def _commit(rule, gradient):
-    """One commit, also returning the exchange's :class:`~asynclab.rules.ExchangeInfo`."""
+    """One commit of one seed, also returning the exchange's
+    :class:`~asynclab.rules.ExchangeInfo`: ``(carry, stop, local params, info)``."""
 
     def commit(carry: Carry, worker_keys, worker_id, active, index):
         before = row(carry.workers, worker_id)
         worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
         server, worker_after, info = rule.exchange(carry.server, worker)
         workers = put_row(carry.workers, worker_id, worker_after)
-        return _guarded(carry, server, workers, active, index), worker.params, info
+        carry, stop = _stepped(carry, server, workers, active, index)
+        return carry, stop, worker.params, info
 
     return commit
 
@@ -91,8 +128,8 @@ def asynchronous_event(rule, gradient):
     commit = _commit(rule, gradient)
 
     def event(carry: Carry, worker_keys, worker_id, active, index):
-        carry, params, _ = commit(carry, worker_keys, worker_id, active, index)
-        return carry, params
+        carry, stop, params, _ = commit(carry, worker_keys, worker_id, active, index)
+        return carry, stop, params
 
     return event
 
@@ -112,43 +149,66 @@ def synchronous_event(rule, gradient, n_workers):
     def event(carry: Carry, worker_keys, worker_id, active, index):
         del worker_id
         server, workers, local_params = all_workers(carry.server, carry.workers, worker_keys, ids)
-        return _guarded(carry, server, workers, active, index), local_params
+        carry, stop = _stepped(carry, server, workers, active, index)
+        return carry, stop, local_params
 
     return event
 
 
-def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1):
-    """A function replaying ``(blocks, k)`` events and recording after every block: the
-    central loss, with ``evaluate`` the centre's metrics (a dict), with ``record_paths``
-    the centre and the workers' local parameters. ``unroll``: events per iteration of the
-    compiled loop (``lax.scan(unroll=...)``; the same arithmetic per event)."""
+def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1,
+                 shared: bool = True):
+    """A function replaying ``(blocks, k)`` events of a batch of runs and recording after
+    every block: the central loss, with ``evaluate`` the centre's metrics (a dict), with
+    ``record_paths`` the centre and the workers' local parameters.
 
-    def chunk(carry: Carry, worker_keys, events):
+    ``event(carry, worker_keys, worker_id, active, index, values)`` is one event of one
+    run; the loop over events runs outside its ``vmap`` over the batch, so that the
+    divergence guard's select happens only where a run stops (:func:`_keep_centers`).
+    ``shared``: one event sequence for the batch (else one per batch element, ``(B,
+    blocks, k)``). ``unroll``: events per iteration of the compiled loop
+    (``lax.scan(unroll=...)``; the same arithmetic per event).
+    """
+    axis = None if shared else 0
+    per_run = jax.vmap(event, in_axes=(0, 0, axis, axis, axis, 0))
+    record = jax.vmap(lambda c, d, i: recorded_loss(loss, c, d, i), in_axes=(0, 0, axis))
+
+    def chunk(carry: Carry, worker_keys, events, values):
+        if not shared:  # (B, blocks, k) -> (blocks, k, B): the loops slice leading axes
+            events = tuple(jnp.moveaxis(a, 0, -1) for a in events)
+
         def block(carry, block_events):
             def step(carry, e):
-                carry, path = event(carry, worker_keys, *e)
-                return carry, (path if record_paths else None)
+                after, stop, path = per_run(carry, worker_keys, *e, values)
+                return _keep_centers(carry, after, stop), (path if record_paths else None)
 
             carry, paths = jax.lax.scan(step, carry, block_events,
                                         unroll=min(unroll, block_events[0].shape[0]))
-            center = carry.center
-            value, diverged_at = recorded_loss(loss, center, carry.diverged_at,
-                                               block_events[2][-1])
-            carry = carry._replace(diverged_at=diverged_at)
+            center = reported_center(carry)
+            value, diverged_at = record(center, carry.diverged_at, block_events[2][-1])
+            # a loss that overflows while the centre is finite ends the run here
+            fresh = (diverged_at >= 0) & (carry.diverged_at < 0)
+            carry = carry._replace(diverged_at=diverged_at, stopped=carry.stopped | fresh,
+                                   center=_batched_select(fresh, center, carry.center))
             metrics = None
             if evaluate is not None:
-                metrics = {k: jnp.where(carry.diverged_at >= 0, jnp.nan, v)
-                           for k, v in evaluate(center).items()}
+                gone = carry.diverged_at >= 0
+                metrics = {k: jnp.where(gone, jnp.nan, v)
+                           for k, v in jax.vmap(evaluate)(center).items()}
+            if paths is not None:  # (k, B, ...) -> (B, k, ...)
+                paths = jnp.moveaxis(paths, 1, 0)
             return carry, (value, center if record_paths else None, paths, metrics)
 
-        return jax.lax.scan(block, carry, events)
+        carry, out = jax.lax.scan(block, carry, events)
+        # records (blocks, B, ...) -> (B, blocks, ...)
+        return carry, jax.tree.map(lambda x: jnp.moveaxis(x, 1, 0), out)
 
     return chunk
 
 
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str) -> Carry:
     server, workers = initial_state(rule, problem, key, n_workers, init)
-    return Carry(server, workers, jnp.asarray(-1, jnp.int32), server.center)
+    return Carry(server, workers, jnp.asarray(-1, jnp.int32), jnp.asarray(False),
+                 server.center)
 
 
 _INITIAL: OrderedDict = OrderedDict()
@@ -254,21 +314,24 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
         return _COMPILED[key][-1]
     fixed = None if traced else stochastic_gradient(problem, noise)
 
-    def chunk(carry, worker_keys, events, values):
-        TRACE_COUNT["chunk"] += 1
+    def event(carry, worker_keys, worker_id, active, index, values):
         values = dict(values)
         std = values.pop(NOISE_STD, None)
         gradient = stochastic_gradient(problem, std=std) if traced else fixed
         built = with_values(rule, values)
         if built.synchronous:
-            event = synchronous_event(built, gradient, n_workers)
+            one = synchronous_event(built, gradient, n_workers)
         else:
-            event = asynchronous_event(built, gradient)
-        return chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll)(
-            carry, worker_keys, events)
+            one = asynchronous_event(built, gradient)
+        return one(carry, worker_keys, worker_id, active, index)
 
-    fn = jax.jit(jax.vmap(chunk, in_axes=(0, 0, None if shared else 0, 0)),
-                 donate_argnums=(0,), compiler_options=compiler_options())
+    runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll, shared)
+
+    def chunk(carry, worker_keys, events, values):
+        TRACE_COUNT["chunk"] += 1
+        return runner(carry, worker_keys, events, values)
+
+    fn = jax.jit(chunk, donate_argnums=(0,), compiler_options=compiler_options())
     _COMPILED[key] = (rule, problem, fn)
     while len(_COMPILED) > 32:
         _COMPILED.popitem(last=False)
@@ -447,7 +510,7 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
                               axis=1)[:, : plan.n_blocks + 1]
             for k, first in first_metrics.items()
         }
-    final = jax.tree.map(np.asarray, carry.center)
+    final = jax.tree.map(np.asarray, reported_center(carry))
     return _Replayed(loss, final, np.asarray(carry.diverged_at), center_path, worker_path,
                      recorded)
 
@@ -497,11 +560,12 @@ def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
         carry = _initial_carry(rule, problem, init_key, n, "start")
 
         def step(carry, event):
-            carry, _, info = commit(carry, worker_keys, event[0], jnp.bool_(True), event[1])
-            return carry, info
+            after, stop, _, info = commit(carry, worker_keys, event[0], jnp.bool_(True),
+                                          event[1])
+            return after._replace(center=select(stop, carry.server.center, carry.center)), info
 
         carry, info = jax.lax.scan(step, carry, (order, index))
-        return carry.center, carry.diverged_at, info
+        return select(carry.stopped, carry.center, carry.server.center), carry.diverged_at, info
 
     init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n)
     center, diverged_at, info = jax.jit(jax.vmap(one), compiler_options=compiler_options())(
