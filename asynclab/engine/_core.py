@@ -97,11 +97,13 @@ def compiler_options(platform: str | None = None) -> dict:
 
 
 def guard(new_center, diverged_at, active, index):
-    """The divergence guard of one event: ``(keep, diverged_at)``.
+    """The device executor's divergence guard of one event: ``(keep, diverged_at)``.
 
     An event is applied (``keep``) if it is real (``active``), the run has not diverged,
     and the centre it produces is finite. A live event producing a non-finite centre marks
     the run as diverged at ``index``; the state stays frozen at the last finite centre.
+    (The replay keeps only that centre and lets the states run on, see
+    ``asynclab.engine._replay``: both report the same event and the same centre.)
     """
     live = active & (diverged_at < 0)
     bad = ~all_finite(new_center)
