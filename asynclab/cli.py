@@ -297,7 +297,8 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="sim: simulated cluster; pmap: one worker per device, "
                    "replaying the simulated schedule; threads: free-running workers")
     p.add_argument("--devices", type=_count(1), default=None,
-                   help="devices for --backend pmap/threads (default: --workers)")
+                   help="devices for --backend pmap/threads (default: --workers); with the "
+                   "simulator, the local devices the seeds are split over (default: all)")
     p.add_argument("--simulate-devices", action="store_true",
                    help="run on --devices simulated CPU devices, even where a GPU is installed")
     p.add_argument("--checkpoint", default=None, help="pmap: checkpoint file")
@@ -327,8 +328,8 @@ def _check_run(args) -> None:
     anything is computed."""
     backend = args.backend
     refused = []
-    if backend == "sim":
-        refused += [(f, "--backend pmap or threads") for f in _given(args, _DEVICE_ONLY)]
+    if backend == "sim" and args.simulate_devices and args.devices is None:
+        refused += [("--simulate-devices", "--devices N")]
     if backend != "pmap":
         refused += [(f, "--backend pmap") for f in _given(args, _PMAP_ONLY)]
     if backend != "sim":
@@ -452,6 +453,12 @@ def _run(args) -> int:
     from .problems import DATA_PROBLEMS, get_problem
 
     options = _simulation_options(args)
+    if args.devices is not None:  # the seeds split over that many local devices
+        if args.simulate_devices:
+            from .backends import simulate_cpu_devices
+
+            simulate_cpu_devices(args.devices)
+        options["devices"] = args.devices
     cluster = _log_cluster(args)
     if cluster is not None:  # the log's cluster decides the workers and their times
         options.update(workers=None, cluster=cluster)

@@ -152,7 +152,8 @@ CLI = [
     ("run --rule diloco --param outer_momentum=1", "outer_momentum"),
     ("run --rule easgd --param early_stop=2", "early_stop"),
     # flags the backend would ignore
-    ("run --devices 2", "--devices", "--backend pmap or threads"),
+    # the simulator splits seeds over local devices: this process has one
+    ("run --devices 2", "devices=2", "1 local"),
     ("run --simulate-devices", "--simulate-devices"),
     ("run --checkpoint {tmp}/c.npz", "--checkpoint", "--backend pmap"),
     ("run --checkpoint-every 5", "--checkpoint-every", "--backend pmap"),

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, PartitionSpec
 
 from .. import _validate
 from .._errors import ConfigError
@@ -211,6 +212,53 @@ def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str)
                  server.center)
 
 
+#: The mesh axis over which a replay's batch (seeds, grid points) is split.
+BATCH_AXIS = "runs"
+
+
+def replay_devices(devices=None) -> tuple:
+    """The local devices a replay splits its runs over: ``devices`` checked.
+
+    None: every local device of JAX's default backend; an int k: the first k of them; a
+    sequence of ``jax.Device``: those (each a local device). A bad value is a
+    ``ConfigError`` naming ``devices``.
+    """
+    local = jax.local_devices()
+    if devices is None:
+        return tuple(local)
+    if isinstance(devices, bool):
+        raise ConfigError(f"devices must be a count or a list of devices, got {devices!r}")
+    if isinstance(devices, int | np.integer):
+        if not 1 <= devices <= len(local):
+            raise ConfigError(f"devices={devices}: this process has {len(local)} local "
+                              f"{local[0].platform} device(s); give 1 to {len(local)}")
+        return tuple(local[:int(devices)])
+    if isinstance(devices, str) or not isinstance(devices, Sequence) or not devices:
+        raise ConfigError(f"devices must be a count or a list of devices, got {devices!r}")
+    chosen = tuple(devices)
+    unknown = [d for d in chosen if d not in local]
+    if unknown:
+        raise ConfigError(f"devices: {unknown} are not local devices of this process "
+                          f"({', '.join(map(str, local))})")
+    if len(set(chosen)) != len(chosen):
+        raise ConfigError(f"devices: a device is named twice in {list(chosen)}")
+    return chosen
+
+
+def _over_runs(fn, devices: tuple, in_specs, donate=()):
+    """``fn`` (over a leading batch axis) jitted, and on several devices a ``shard_map``
+    over the batch axis: each device replays its own runs, with no collective between
+    them, so a run's numbers do not depend on how many devices share the batch."""
+    options = compiler_options(devices[0].platform)
+    if len(devices) == 1:
+        return jax.jit(fn, donate_argnums=donate, compiler_options=options)
+    mesh = Mesh(np.asarray(devices, dtype=object), (BATCH_AXIS,))
+    split = PartitionSpec(BATCH_AXIS)
+    specs = tuple(split if s else PartitionSpec() for s in in_specs)
+    program = jax.shard_map(fn, mesh=mesh, in_specs=specs, out_specs=split, check_vma=False)
+    return jax.jit(program, donate_argnums=donate, compiler_options=options)
+
+
 _INITIAL: OrderedDict = OrderedDict()
 # Studies may replay several configurations from threads at once; the caches below are
 # shared, so their look-up-or-insert steps are serialised.
@@ -242,13 +290,13 @@ def hyperparameter_values(rule: Rule, batch: int) -> dict:
     return {k: np.full(batch, v, np.float32) for k, v in rule.values.items()}
 
 
-def _initial_carry_batch(rule, problem, n_workers, init):
+def _initial_carry_batch(rule, problem, n_workers, init, devices):
     with _CACHE_LOCK:
-        return _initial_carry_batch_locked(rule, problem, n_workers, init)
+        return _initial_carry_batch_locked(rule, problem, n_workers, init, devices)
 
 
-def _initial_carry_batch_locked(rule, problem, n_workers, init):
-    key = (structure_key(rule), id(problem), n_workers, init)
+def _initial_carry_batch_locked(rule, problem, n_workers, init, devices):
+    key = (structure_key(rule), id(problem), n_workers, init, devices)
     if key not in _INITIAL:
         def initial(k, values):
             TRACE_COUNT["initial"] += 1
@@ -257,7 +305,7 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init):
             metrics = None if problem.evaluate is None else problem.evaluate(center)
             return carry, (problem.loss(center), metrics)
 
-        fn = jax.jit(jax.vmap(initial), compiler_options=compiler_options())
+        fn = _over_runs(jax.vmap(initial), devices, (True, True))
         _INITIAL[key] = (rule, problem, fn)
         while len(_INITIAL) > 32:
             _INITIAL.popitem(last=False)
@@ -284,7 +332,8 @@ def event_unroll(unroll=None) -> int:
     return int(unroll)
 
 
-def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1):
+def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1,
+                    devices=None):
     """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
     traced hyperparameters reuse the compilation.
 
@@ -294,9 +343,10 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unrol
     The traced hyperparameters are the function's last argument, one value per batch
     element.
     """
+    devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
     with _CACHE_LOCK:
         return _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared,
-                                      unroll)
+                                      unroll, devices)
 
 
 def traced_noise(problem, noise) -> bool:
@@ -305,10 +355,11 @@ def traced_noise(problem, noise) -> bool:
     return problem.oracle is None and check_noise(noise) > 0
 
 
-def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared, unroll):
+def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared, unroll,
+                           devices):
     traced = traced_noise(problem, noise)
     key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
-           n_workers, shared, unroll)
+           n_workers, shared, unroll, devices)
     if key in _COMPILED:
         _COMPILED.move_to_end(key)
         return _COMPILED[key][-1]
@@ -331,7 +382,7 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
         TRACE_COUNT["chunk"] += 1
         return runner(carry, worker_keys, events, values)
 
-    fn = jax.jit(chunk, donate_argnums=(0,), compiler_options=compiler_options())
+    fn = _over_runs(chunk, devices, (True, True, not shared, True), donate=(0,))
     _COMPILED[key] = (rule, problem, fn)
     while len(_COMPILED) > 32:
         _COMPILED.popitem(last=False)
@@ -445,17 +496,48 @@ class _Replayed(NamedTuple):
 
 
 def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,
-                  unroll=None):
+                  unroll=None, devices=None):
     """Replay batch element ``b`` = (seed ``seeds[b]``, trace row ``rows[b]``, traced
-    hyperparameters ``values[name][b]``) for every b, in one compiled call per chunk."""
+    hyperparameters ``values[name][b]``) for every b, in one compiled call per chunk,
+    the batch split over ``devices`` (see :func:`replay_devices`; padded to a multiple
+    of their number, and trimmed)."""
+    devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
+    size = len(seeds)
+    extra = -size % len(devices)
+    if extra:  # pad with copies of the last element: every device gets as many runs
+        def pad(a):
+            return np.concatenate([np.asarray(a), np.repeat(np.asarray(a)[-1:], extra, 0)])
+
+        seeds, rows = pad(seeds), pad(rows)
+        values = {k: pad(v) for k, v in values.items()}
+    out = _replay_padded(rule, problem, plan, seeds, rows, values, noise=noise, init=init,
+                         bar=_Scaled(bar, size / len(seeds)), unroll=unroll, devices=devices)
+    if not extra:
+        return out
+    return _Replayed(*(None if a is None else jax.tree.map(lambda x: x[:size], a)
+                       for a in out))
+
+
+class _Scaled:
+    """A progress bar that counts a padded batch's updates as the real runs' share."""
+
+    def __init__(self, bar, share):
+        self.bar, self.share = bar, share
+
+    def update(self, n):
+        self.bar.update(n * self.share if self.share != 1 else n)
+
+
+def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,
+                   unroll, devices):
     n_workers, shared = plan.n_workers, plan.time.shape[0] == 1
     batch = len(seeds)
     run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, n_workers,
-                                shared, event_unroll(unroll))
+                                shared, event_unroll(unroll), devices)
     values = {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
     init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n_workers)
-    carry, (first_loss, first_metrics) = _initial_carry_batch(rule, problem, n_workers, init)(
-        init_keys, values)
+    carry, (first_loss, first_metrics) = _initial_carry_batch(
+        rule, problem, n_workers, init, devices)(init_keys, values)
     first_loss = np.asarray(first_loss)
     first_center = np.asarray(carry.center) if plan.record_paths else None
     chunk_values = values
@@ -608,6 +690,7 @@ def replay(
     progress: bool | None = None,
     config: dict | None = None,
     unroll: int | None = None,
+    devices=None,
 ) -> Result:
     """Replay one trace (or one per seed) with ``rule`` on ``problem`` for every seed.
 
@@ -633,12 +716,16 @@ def replay(
       unroll: events per iteration of the compiled loop (default 1); a speed setting:
         every event does the same arithmetic (on a CPU the same bits; an accelerator may
         fuse unrolled events differently, to float rounding).
+      devices: the local devices the seeds are split over: None (every local device of
+        JAX's default backend), a count (the first k) or a list of ``jax.Device``. A
+        seed's numbers do not depend on it (on a CPU, to the bit).
 
     Returns:
       A :class:`Result`.
     """
     rule, problem, traces = _checked_inputs(rule, problem, traces)
     unroll = event_unroll(unroll)
+    devices = replay_devices(devices)
     seeds = _check_seeds(seeds)
     check_options(rule, init, record_every)
     plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths)
@@ -649,5 +736,5 @@ def replay(
     with bar:
         out = _replay_batch(rule, problem, plan, seeds, rows,
                             hyperparameter_values(rule, len(seeds)), noise=noise, init=init,
-                            bar=bar, unroll=unroll)
+                            bar=bar, unroll=unroll, devices=devices)
     return _result(plan, seeds, out, config)

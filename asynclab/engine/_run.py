@@ -20,7 +20,7 @@ from ..problems import DATA_PROBLEMS, Problem, get_problem
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._core import default_record_every, run_config
-from ._replay import check_options, replay
+from ._replay import check_options, replay, replay_devices
 from ._result import Result
 
 
@@ -174,6 +174,7 @@ def run(
     progress: bool | None = None,
     problem_options: dict | None = None,
     start: Sequence[float] | None = None,
+    devices=None,
     **hyperparameters,
 ) -> Result:
     """Simulate a cluster, replay its schedule with a rule, for every seed.
@@ -198,6 +199,9 @@ def run(
       progress: progress bar (None: automatic).
       problem_options: options for the problem factory, e.g. ``{"dim": 100}``.
       start: a starting point replacing the problem's fixed start (length = dimension).
+      devices: the local devices the seeds are split over (default: every local device
+        of JAX's default backend; a count, or a list of ``jax.Device``); a seed's numbers
+        do not depend on it.
       **hyperparameters: the rule's own hyperparameters.
 
     Returns:
@@ -209,6 +213,7 @@ def run(
       >>> result.final_loss.shape
       (1,)
     """
+    devices = replay_devices(devices)  # refused before any work
     problem, rule, traces, seed_list, config = _prepare(
         problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
         horizon=horizon, seeds=seeds, learning_rate=learning_rate, local_steps=local_steps,
@@ -217,7 +222,7 @@ def run(
         record_every=record_every, record_paths=record_paths)
     return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
                   record_every=record_every, record_paths=record_paths, progress=progress,
-                  config=config)
+                  config=config, devices=devices)
 
 
 def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,

@@ -22,7 +22,15 @@ from ..problems import Problem
 from ..rules import RULES, Rule
 from ._core import run_config
 from ._metrics import first_reached
-from ._replay import _check_seeds, _plan, _replay_batch, _Replayed, _result, structure_key
+from ._replay import (
+    _check_seeds,
+    _plan,
+    _replay_batch,
+    _Replayed,
+    _result,
+    replay_devices,
+    structure_key,
+)
 from ._result import Result
 from ._run import _prepare
 
@@ -92,6 +100,7 @@ def sweep(
     problem_options: dict | None = None,
     start: Sequence[float] | None = None,
     batch_size: int | None = None,
+    devices=None,
     **hyperparameters,
 ) -> Result:
     """Replay every point of ``grid`` × every seed, as :func:`asynclab.run` would each.
@@ -109,6 +118,8 @@ def sweep(
         in about 1 GiB of states and records. Every call has this size (the last one is
         padded), so there is one compilation.
       record_paths: record trajectories (default False: a sweep's paths are rarely wanted).
+      devices: the local devices each call's (point, seed) pairs are split over, as for
+        :func:`asynclab.run`.
       The other arguments are those of :func:`asynclab.run`.
 
     Returns:
@@ -136,6 +147,7 @@ def sweep(
                               "of asynclab.rules)")
         info, rule_name = RULES[rule.structure[0]], rule.name
     grid = _grid(grid, info, rule_name, hyperparameters)
+    devices = replay_devices(devices)  # refused before any work
     first = {k: float(v[0]) for k, v in grid.items()}
     if "learning_rate" in first:
         learning_rate = first.pop("learning_rate")
@@ -153,7 +165,8 @@ def sweep(
         points=int(np.prod([len(v) for v in grid.values()])))
     return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
                        init=init, record_every=record_every, record_paths=record_paths,
-                       progress=progress, batch_size=batch_size, config=config)
+                       progress=progress, batch_size=batch_size, config=config,
+                       devices=devices)
 
 
 def replay_grid(
@@ -170,6 +183,7 @@ def replay_grid(
     progress: bool | None = None,
     batch_size: int | None = None,
     config: dict | None = None,
+    devices=None,
 ) -> Result:
     """:func:`asynclab.replay` over a grid of traced hyperparameters: the sweep of given
     traces (one for all seeds, or one per seed, shared by every point).
@@ -183,6 +197,7 @@ def replay_grid(
         raise ConfigError("a grid needs a declared rule (built by a factory of "
                           "asynclab.rules)")
     info = RULES[rule.structure[0]]
+    devices = replay_devices(devices)
     if not (isinstance(grid, Mapping) and all(isinstance(v, np.ndarray) for v in
                                                grid.values())):
         grid = _grid(grid, info, rule.name, {})
@@ -226,7 +241,7 @@ def replay_grid(
             index = np.minimum(index, total - 1)  # pad the last call: one compilation
             out = _replay_batch(rule, problem, plan, seed_of[index], row_of[index],
                                 {k: v[index] for k, v in values.items()}, noise=noise,
-                                init=init, bar=_Partial(bar, live.mean()))
+                                init=init, bar=_Partial(bar, live.mean()), devices=devices)
             parts.append(_Replayed(*(None if a is None else jax.tree.map(
                 lambda x, live=live: x[live], a) for a in out)))
 

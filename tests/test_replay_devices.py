@@ -1,0 +1,49 @@
+"""Seeds and grid points split over several devices give each run the numbers it has on
+one device, to the bit on a CPU (4 simulated CPU devices in a child process)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from children import run
+
+SCRIPT = Path(__file__).parent / "backend_scripts" / "replay_devices.py"
+
+
+@pytest.fixture(scope="module")
+def report():
+    child = run(SCRIPT, devices=4, timeout=400)
+    for line in child.stdout.splitlines():
+        if line.startswith("REPORT "):
+            return json.loads(line[len("REPORT "):])
+    pytest.fail(f"no report from the child\n{child.stdout[-2000:]}\n{child.stderr[-4000:]}")
+
+
+def test_every_run_is_the_same_on_four_devices_as_on_one(report):
+    assert report["devices"] == 4
+    assert report["split"] == [1, 4]  # programs over four devices and over one ran
+    assert not report["control"]  # the comparison tells other seeds apart
+    assert len(report["cases"]) == 6
+    for name, case in report["cases"].items():
+        assert case["same"], name
+    # uneven counts were padded and trimmed: 6 seeds and 3-point calls over 4 devices
+    assert report["cases"]["downpour, 6 seeds"]["seeds"] == 6
+    assert report["cases"]["diverging adag"]["diverged"] > 0
+
+
+def test_devices_that_do_not_exist_are_refused_naming_the_field(report):
+    for bad, message in report["errors"].items():
+        assert message != "accepted", bad
+        assert "devices" in message, (bad, message)
+
+
+def test_the_command_line_splits_seeds_over_simulated_devices():
+    argv = ["-m", "asynclab.cli", "run", "--problem", "beale", "--rule", "downpour",
+            "--workers", "3", "--commits", "200", "--noise", "1", "--seeds", "0:5", "--json"]
+    split = run(*argv, "--devices", "4", "--simulate-devices")
+    alone = run(*argv)
+    assert split.returncode == 0 and alone.returncode == 0, split.stderr[-2000:]
+    got, want = json.loads(split.stdout), json.loads(alone.stdout)
+    assert got["final_loss"] == want["final_loss"] and len(got["final_loss"]) == 5
+    refused = run(*argv, "--simulate-devices")
+    assert refused.returncode == 2 and "--devices" in refused.stderr
