@@ -2,12 +2,15 @@
 one device, to the bit on a CPU (4 simulated CPU devices in a child process)."""
 
 import json
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
-from children import run
+from children import run, start
 
-SCRIPT = Path(__file__).parent / "backend_scripts" / "replay_devices.py"
+SCRIPTS = Path(__file__).parent / "backend_scripts"
+SCRIPT = SCRIPTS / "replay_devices.py"
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +50,34 @@ def test_the_command_line_splits_seeds_over_simulated_devices():
     assert got["final_loss"] == want["final_loss"] and len(got["final_loss"]) == 5
     refused = run(*argv, "--simulate-devices")
     assert refused.returncode == 2 and "--devices" in refused.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_split_the_seeds_over_all_their_devices(tmp_path):
+    """After asynclab.backends.initialize, a run spans every process's devices; each
+    process sees every seed, and each seed has the numbers it has on one device."""
+    out, port = tmp_path / "process.json", _free_port()
+    children = [start(SCRIPTS / "replay_hosts.py", p, 2, port, out, devices=2)
+                for p in range(2)]
+    for child in children:
+        try:
+            _, err = child.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            _, err = child.communicate()
+            pytest.fail(f"a process did not finish (deadlock?)\n{err[-3000:]}")
+        assert child.returncode == 0, err[-4000:]
+    reports = [json.loads(Path(f"{out}.{p}").read_text()) for p in range(2)]
+    assert [r["process"] for r in reports] == [0, 1]
+    for report in reports:
+        assert report["devices"] == 4
+        assert report["spanning"] == [1, 4]  # programs over all four devices ran
+        for name, run_ in report["runs"].items():
+            assert run_["same"], (report["process"], name)
+    # both processes hold the whole batch, the same numbers
+    assert reports[0]["runs"] == reports[1]["runs"]

@@ -12,6 +12,7 @@ progress bar and stops early once every seed has diverged.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections import OrderedDict
@@ -21,7 +22,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, PartitionSpec
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _validate
 from .._errors import ConfigError
@@ -42,6 +44,7 @@ from ._core import (
     put_row,
     recorded_loss,
     row,
+    seed_keys,
     seed_keys_batch,
     select,
 )
@@ -217,13 +220,13 @@ BATCH_AXIS = "runs"
 
 
 def replay_devices(devices=None) -> tuple:
-    """The local devices a replay splits its runs over: ``devices`` checked.
+    """The devices a replay splits its runs over: ``devices`` checked.
 
-    None: every local device of JAX's default backend; an int k: the first k of them; a
-    sequence of ``jax.Device``: those (each a local device). A bad value is a
-    ``ConfigError`` naming ``devices``.
+    None: every device of JAX's default backend (this process's, or every process's
+    after ``asynclab.backends.initialize``); an int k: the first k of them; a sequence of
+    ``jax.Device``: those. A bad value is a ``ConfigError`` naming ``devices``.
     """
-    local = jax.local_devices()
+    local = jax.devices() if jax.process_count() > 1 else jax.local_devices()
     if devices is None:
         return tuple(local)
     if isinstance(devices, bool):
@@ -238,11 +241,42 @@ def replay_devices(devices=None) -> tuple:
     chosen = tuple(devices)
     unknown = [d for d in chosen if d not in local]
     if unknown:
-        raise ConfigError(f"devices: {unknown} are not local devices of this process "
+        raise ConfigError(f"devices: {unknown} are not devices of this run "
                           f"({', '.join(map(str, local))})")
     if len(set(chosen)) != len(chosen):
         raise ConfigError(f"devices: a device is named twice in {list(chosen)}")
     return chosen
+
+
+@functools.cache
+def _mesh(devices: tuple) -> Mesh:
+    return Mesh(np.asarray(devices, dtype=object), (BATCH_AXIS,))
+
+
+def _spans_processes(devices: tuple) -> bool:
+    return any(d.process_index != jax.process_index() for d in devices)
+
+
+def _put(x, devices: tuple, split: bool = True):
+    """Host data ``x`` as the input of a replay over ``devices``: as it is on one
+    process; across processes a global array (every process holds all of ``x``, as every
+    process runs the same replay, and gives its own devices their part)."""
+    if not _spans_processes(devices):
+        return jnp.asarray(x)
+    x = np.asarray(x)
+    sharding = NamedSharding(_mesh(devices), PartitionSpec(BATCH_AXIS) if split
+                             else PartitionSpec())
+    return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+
+def _host(tree):
+    """A replay's output on this host: the whole batch, from every process's part."""
+    def leaf(x):
+        if getattr(x, "is_fully_addressable", True):
+            return np.asarray(x)
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+    return jax.tree.map(leaf, tree)
 
 
 def _over_runs(fn, devices: tuple, in_specs, donate=()):
@@ -252,7 +286,7 @@ def _over_runs(fn, devices: tuple, in_specs, donate=()):
     options = compiler_options(devices[0].platform)
     if len(devices) == 1:
         return jax.jit(fn, donate_argnums=donate, compiler_options=options)
-    mesh = Mesh(np.asarray(devices, dtype=object), (BATCH_AXIS,))
+    mesh = _mesh(devices)
     split = PartitionSpec(BATCH_AXIS)
     specs = tuple(split if s else PartitionSpec() for s in in_specs)
     program = jax.shard_map(fn, mesh=mesh, in_specs=specs, out_specs=split, check_vma=False)
@@ -298,12 +332,13 @@ def _initial_carry_batch(rule, problem, n_workers, init, devices):
 def _initial_carry_batch_locked(rule, problem, n_workers, init, devices):
     key = (structure_key(rule), id(problem), n_workers, init, devices)
     if key not in _INITIAL:
-        def initial(k, values):
+        def initial(seed, values):
             TRACE_COUNT["initial"] += 1
+            k, worker_keys = seed_keys(seed, n_workers)
             carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init)
             center = carry.center
             metrics = None if problem.evaluate is None else problem.evaluate(center)
-            return carry, (problem.loss(center), metrics)
+            return carry, worker_keys, (problem.loss(center), metrics)
 
         fn = _over_runs(jax.vmap(initial), devices, (True, True))
         _INITIAL[key] = (rule, problem, fn)
@@ -534,32 +569,34 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
     batch = len(seeds)
     run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, n_workers,
                                 shared, event_unroll(unroll), devices)
-    values = {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
-    init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n_workers)
-    carry, (first_loss, first_metrics) = _initial_carry_batch(
-        rule, problem, n_workers, init, devices)(init_keys, values)
-    first_loss = np.asarray(first_loss)
-    first_center = np.asarray(carry.center) if plan.record_paths else None
+    values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
+    carry, worker_keys, (first_loss, first_metrics) = _initial_carry_batch(
+        rule, problem, n_workers, init, devices)(_put(np.asarray(seeds, np.uint32), devices),
+                                                 values)
+    first_loss = _host(first_loss)
+    first_metrics = _host(first_metrics)
+    first_center = _host(carry.center) if plan.record_paths else None
     chunk_values = values
     if traced_noise(problem, float(noise)):  # σ as float32, the constant it replaces
-        chunk_values = {**values, NOISE_STD: jnp.full(batch, np.float32(np.sqrt(noise)))}
+        chunk_values = {**values, NOISE_STD: _put(np.full(batch, np.float32(np.sqrt(noise))),
+                                                  devices)}
 
     losses, centers, paths, metrics = [], [], [], []
     step = plan.blocks_per_chunk * plan.record_every
     for c in range(plan.n_chunks):
         chunk_events = tuple(
-            jnp.asarray(a[0, c] if shared else a[rows, c]) for a in plan.events
-        )
+            _put(a[0, c], devices, split=False) if shared else _put(a[rows, c], devices)
+            for a in plan.events)
         carry, (value, center, path, metric) = run_chunk(carry, worker_keys, chunk_events,
                                                          chunk_values)
-        losses.append(np.asarray(value))
+        losses.append(_host(value))
         if metric is not None:
-            metrics.append({k: np.asarray(v) for k, v in metric.items()})
+            metrics.append(_host(metric))
         if plan.record_paths:
-            centers.append(np.asarray(center))
-            paths.append(np.asarray(path))
+            centers.append(_host(center))
+            paths.append(_host(path))
         bar.update(batch * (min(step * (c + 1), plan.n_events) - min(step * c, plan.n_events)))
-        if c + 1 < plan.n_chunks and np.all(np.asarray(carry.diverged_at) >= 0):
+        if c + 1 < plan.n_chunks and np.all(_host(carry.diverged_at) >= 0):
             remaining = plan.n_chunks - c - 1
             losses.append(np.full((batch, remaining * plan.blocks_per_chunk), np.nan))
             if metrics:
@@ -592,8 +629,8 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
                               axis=1)[:, : plan.n_blocks + 1]
             for k, first in first_metrics.items()
         }
-    final = jax.tree.map(np.asarray, reported_center(carry))
-    return _Replayed(loss, final, np.asarray(carry.diverged_at), center_path, worker_path,
+    final = _host(reported_center(carry))
+    return _Replayed(loss, final, _host(carry.diverged_at), center_path, worker_path,
                      recorded)
 
 
@@ -716,9 +753,10 @@ def replay(
       unroll: events per iteration of the compiled loop (default 1); a speed setting:
         every event does the same arithmetic (on a CPU the same bits; an accelerator may
         fuse unrolled events differently, to float rounding).
-      devices: the local devices the seeds are split over: None (every local device of
-        JAX's default backend), a count (the first k) or a list of ``jax.Device``. A
-        seed's numbers do not depend on it (on a CPU, to the bit).
+      devices: the devices the seeds are split over: None (every device of JAX's
+        default backend: this process's, or every process's after
+        ``asynclab.backends.initialize``), a count (the first k) or a list of
+        ``jax.Device``. A seed's numbers do not depend on it (on a CPU, to the bit).
 
     Returns:
       A :class:`Result`.

@@ -199,9 +199,9 @@ def run(
       progress: progress bar (None: automatic).
       problem_options: options for the problem factory, e.g. ``{"dim": 100}``.
       start: a starting point replacing the problem's fixed start (length = dimension).
-      devices: the local devices the seeds are split over (default: every local device
-        of JAX's default backend; a count, or a list of ``jax.Device``); a seed's numbers
-        do not depend on it.
+      devices: the devices the seeds are split over (default: every device of JAX's
+        default backend, every process's after ``asynclab.backends.initialize``; a count,
+        or a list of ``jax.Device``); a seed's numbers do not depend on it.
       **hyperparameters: the rule's own hyperparameters.
 
     Returns:
