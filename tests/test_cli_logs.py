@@ -64,6 +64,18 @@ def test_run_replays_the_log_and_stops_or_wraps(capsys):
     assert wrapped["events"] == 10_000
 
 
+def test_a_log_cluster_runs_to_a_horizon(capsys):
+    """A horizon in simulated seconds, with a log's own times or times fitted to it: the
+    schedule is the one simulated apart, cut at the horizon."""
+    replayed = _json(capsys, "run", "--trace-log", "example", "--horizon", "3")
+    trace = simulate_async(from_log(example_log_path()), horizon=3.0)
+    assert replayed["events"] == trace.n_events > 0
+    assert replayed["simulated_time"] == pytest.approx(trace.time[-1])
+    assert trace.time[-1] <= 3.0
+    fitted = _json(capsys, "run", "--fit-log", "example", "--workers", "6", "--horizon", "3")
+    assert fitted["workers"] == 6 and 0 < fitted["simulated_time"] <= 3.0
+
+
 def test_run_with_a_fitted_log_at_another_worker_count(capsys):
     out = _json(capsys, "run", "--fit-log", "example", "--workers", "16", "--commits", "4000")
     assert out["workers"] == 16 and out["events"] == 4000
