@@ -58,6 +58,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # two processes, each compiling every replay for 4 devices and for 1
 def test_two_processes_split_the_seeds_over_all_their_devices(tmp_path):
     """After asynclab.backends.initialize, a run spans every process's devices; each
     process sees every seed, and each seed has the numbers it has on one device."""
