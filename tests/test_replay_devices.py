@@ -40,6 +40,7 @@ def test_devices_that_do_not_exist_are_refused_naming_the_field(report):
         assert "devices" in message, (bad, message)
 
 
+@pytest.mark.slow  # two more processes starting JAX; the split itself is tested above
 def test_the_command_line_splits_seeds_over_simulated_devices():
     argv = ["-m", "asynclab.cli", "run", "--problem", "beale", "--rule", "downpour",
             "--workers", "3", "--commits", "200", "--noise", "1", "--seeds", "0:5", "--json"]
