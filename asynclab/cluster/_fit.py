@@ -110,11 +110,14 @@ class ReplayedTimes(TimingModel):
         return (f"ReplayedTimes(source={self.source!r}, workers={self.workers}, rows="
                 f"{[int(t.size) for t in self.times]}, per_row={self.per_row}, end={self.end!r})")
 
+    def mean_step(self) -> float:
+        """Mean logged time of one local step over every worker's rows."""
+        return float(np.mean(np.concatenate(self.times))) / self.per_row
+
     def describe(self) -> dict:
         return {"model": "replayed log", "source": self.source, "workers": self.workers,
                 "rows": [int(t.size) for t in self.times], "local_steps_per_row": self.per_row,
-                "end": self.end,
-                "mean_step": float(np.mean(np.concatenate(self.times))) / self.per_row}
+                "end": self.end, "mean_step": self.mean_step()}
 
 
 def _as_log(log, format: str = "auto", job=None) -> StepLog:

@@ -139,6 +139,10 @@ class ComputeTime:
         """A JSON-able description (for a result's configuration)."""
         return {"distribution": self.distribution, "mean": self.mean, "shape": self.shape}
 
+    def mean_step(self) -> float:
+        """Mean time of one local step (seconds): ``mean``, as every timing model says it."""
+        return float(self.mean)
+
 
 class TimingModel:
     """A compute-time model that gives every worker its own stream of step times.
@@ -164,6 +168,10 @@ class TimingModel:
         ``(m, local_steps)`` with ``m <= rows``; ``m = 0`` means the worker has no more
         steps and the run ends. ``rng`` is the worker's own generator.
         """
+        raise NotImplementedError
+
+    def mean_step(self) -> float:
+        """Mean time of one local step over workers (seconds)."""
         raise NotImplementedError
 
     def describe(self) -> dict:

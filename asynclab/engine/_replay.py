@@ -546,21 +546,21 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
         seeds, rows = pad(seeds), pad(rows)
         values = {k: pad(v) for k, v in values.items()}
     out = _replay_padded(rule, problem, plan, seeds, rows, values, noise=noise, init=init,
-                         bar=_Scaled(bar, size / len(seeds)), unroll=unroll, devices=devices)
+                         bar=_Partial(bar, size / len(seeds)), unroll=unroll, devices=devices)
     if not extra:
         return out
     return _Replayed(*(None if a is None else jax.tree.map(lambda x: x[:size], a)
                        for a in out))
 
 
-class _Scaled:
-    """A progress bar that counts a padded batch's updates as the real runs' share."""
+class _Partial:
+    """A progress bar that counts only a fraction of what it is told (padding)."""
 
-    def __init__(self, bar, share):
-        self.bar, self.share = bar, share
+    def __init__(self, bar, fraction):
+        self.bar, self.fraction = bar, float(fraction)
 
     def update(self, n):
-        self.bar.update(n * self.share if self.share != 1 else n)
+        self.bar.update(int(round(n * self.fraction)))
 
 
 def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,

@@ -88,7 +88,7 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
     if commits is not None:
         events = int(commits)
     else:  # a horizon: events the cluster completes in that time, on average
-        per_event = _typical_step(cluster.compute) * rule.local_steps
+        per_event = cluster.compute.mean_step() * rule.local_steps
         units = 1 if rule.synchronous else cluster.groups
         events = int(horizon / max(per_event, 1e-12) * units) + 1
     paths = problem.dim <= 2 if record_paths is None else bool(record_paths)
@@ -99,18 +99,6 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
         events, traces=n_seeds if trace_per_seed else 1, seeds=n_seeds * points,
         records=events // every + 1, record_bytes=4 + (4 * problem.dim if paths else 0),
         event_bytes=4 * width if paths else 0)
-
-
-def _typical_step(compute) -> float:
-    """Seconds of one local step, to estimate how many events a horizon holds: the
-    distribution's mean, or for times from a log the fastest worker's median step (fitted)
-    or the median logged step (replayed)."""
-    if hasattr(compute, "mean"):
-        return float(compute.mean)
-    if hasattr(compute, "median"):  # fitted to a log
-        return float(min(compute.median)) / compute.per_row
-    times = np.concatenate([np.asarray(t, float) for t in compute.times])
-    return float(np.median(times)) / compute.per_row if times.size else 1.0
 
 
 def _cluster_from(cluster, workers, compute, group_size) -> Cluster:

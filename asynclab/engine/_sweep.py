@@ -24,6 +24,7 @@ from ._core import run_config
 from ._metrics import first_reached
 from ._replay import (
     _check_seeds,
+    _Partial,
     _plan,
     _replay_batch,
     _Replayed,
@@ -264,16 +265,6 @@ def replay_grid(
     config["grid"] = [[name, [float(x) for x in v]] for name, v in grid.items()]
     config["structure"] = list(structure_key(rule))
     return _result(plan, seeds, out, config)
-
-
-class _Partial:
-    """A progress bar that counts only a fraction of what it is told (padding)."""
-
-    def __init__(self, bar, fraction):
-        self.bar, self.fraction = bar, float(fraction)
-
-    def update(self, n):
-        self.bar.update(int(round(n * self.fraction)))
 
 
 # ----------------------------------------------------------------------------- scores
