@@ -60,12 +60,15 @@ def _flat(value, field: str) -> list:
 # ----------------------------------------------------------------------------- files
 
 
-def output_path(path, field: str, *, suffixes: Iterable[str] | None = None) -> Path:
+def output_path(path, field: str, *, suffixes: Iterable[str] | None = None,
+                overwrite: bool = False, kind: str | None = None) -> Path:
     """Check, before any work, that a file can be written at ``path``.
 
     Missing folders are created; the folder must accept a new file (probed by creating
     and removing a temporary one), and ``path`` must not be a folder. ``suffixes``
-    restricts the file's extension (lower case, with the dot).
+    restricts the file's extension (lower case, with the dot). An existing file is
+    refused unless ``overwrite`` is true, and then also unless it is an asynclab file of
+    ``kind`` (``"result"``, ``"study"``, ``"checkpoint"``; None: the suffix says the kind).
     """
     path = Path(path).expanduser()
     if str(path) in ("", "."):
@@ -78,8 +81,30 @@ def output_path(path, field: str, *, suffixes: Iterable[str] | None = None) -> P
             raise ConfigError(
                 f"{field} {str(path)!r}: unsupported file type {path.suffix or '(none)'!r}; "
                 f"use one of {', '.join(suffixes)}")
+    if path.exists():
+        if not overwrite:
+            raise ConfigError(f"{field} {str(path)!r} already exists; nothing was written: "
+                              "give --overwrite (overwrite=True in Python) to replace it, or "
+                              "choose another name")
+        if kind is not None:
+            from . import _archive
+
+            _archive.check_kind(path, kind, field)
     writable_folder(path.parent, field, for_file=path)
     return path
+
+
+def distinct_outputs(paths: dict[str, object]) -> None:
+    """Refuse two output flags naming one file (``{"--save": path, ...}``, None skipped)."""
+    seen: dict[Path, str] = {}
+    for flag, path in paths.items():
+        if path is None:
+            continue
+        resolved = Path(path).expanduser().resolve()
+        if resolved in seen:
+            raise ConfigError(f"{seen[resolved]} and {flag} both name {str(path)!r}; give "
+                              "each its own file")
+        seen[resolved] = flag
 
 
 def writable_folder(folder, field: str, *, for_file: Path | None = None) -> Path:
@@ -100,10 +125,12 @@ def writable_folder(folder, field: str, *, for_file: Path | None = None) -> Path
 
 
 def plot_formats() -> tuple[str, ...]:
-    """File extensions matplotlib can write (``.png``, ``.pdf``, ``.svg``, ...)."""
+    """File extensions matplotlib can write (``.png``, ``.pdf``, ``.svg``, ...) without a
+    LaTeX installation (``.pgf`` needs one to lay out its text, so it is not offered)."""
     from matplotlib.backend_bases import FigureCanvasBase
 
-    return tuple(f".{ext}" for ext in sorted(FigureCanvasBase.get_supported_filetypes()))
+    return tuple(f".{ext}" for ext in sorted(FigureCanvasBase.get_supported_filetypes())
+                 if ext != "pgf")
 
 
 def input_file(path, field: str) -> Path:
@@ -116,32 +143,6 @@ def input_file(path, field: str) -> Path:
     if path.stat().st_size == 0:
         raise ConfigError(f"{field}: {str(path)!r} is empty")
     return path
-
-
-def read_npz(path, field: str, what: str) -> dict:
-    """Every array of the ``.npz`` archive at ``path``, read eagerly.
-
-    An empty, truncated or foreign file (anything but an ``.npz`` archive) is a
-    ConfigError saying that ``path`` is not ``what``.
-    """
-    import zipfile
-    import zlib
-
-    import numpy as np
-
-    path = input_file(path, field)
-    try:
-        with open(path, "rb") as file:  # closed here even when numpy gives up
-            data = np.load(file, allow_pickle=False)
-            if not isinstance(data, np.lib.npyio.NpzFile):
-                raise ValueError("a single array")
-            with data:
-                return {name: data[name] for name in data.files}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error,
-            AttributeError) as error:
-        reason = ("a single .npy array, not an .npz archive" if str(error) == "a single array"
-                  else "not an .npz archive, or a truncated one")
-        raise ConfigError(f"{field}: {str(path)!r} is not {what} ({reason})") from None
 
 
 # ----------------------------------------------------------------------------- memory
@@ -182,12 +183,13 @@ def check_memory(estimate: int, field: str, *, limit: int | None = None) -> None
     limit = int(0.8 * available_memory()) if limit is None else int(limit)
     if estimate > limit:
         raise ConfigError(
-            f"{field}: this run would need about {_bytes(estimate)} of memory, more than "
-            f"the {_bytes(limit)} available (80 % of free memory); give a smaller budget, "
+            f"{field}: this run would need about {size(estimate)} of memory, more than "
+            f"the {size(limit)} available (80 % of free memory); give a smaller budget, "
             "fewer seeds, or record less (a larger record_every, no trajectories)")
 
 
-def _bytes(n: float) -> str:
+def size(n: float) -> str:
+    """``n`` bytes for a message: ``'7.3 GB'``."""
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
         if n < 1000 or unit == "PB":
             return f"{n:.3g} {unit}"

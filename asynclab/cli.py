@@ -307,6 +307,7 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="pmap: continue from --checkpoint")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--save", default=None, help="save the result here (a .npz file)")
+    _add_overwrite(p)
     p.add_argument("--plot", default=None,
                    help="draw the run into this file (.png, .pdf, .svg, ...)")
 
@@ -373,15 +374,30 @@ def _check_model(args) -> None:
     _seeds(args)
 
 
+def _add_overwrite(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace output files that exist (only files of the kind this "
+                   "command writes); without it an existing file is refused before any work")
+
+
 def _check_outputs(args) -> None:
+    """Every output file, before any work: writable, not an existing file unless
+    --overwrite (or --resume for the checkpoint), no two flags naming one file."""
+    _validate.distinct_outputs({"--save": args.save, "--plot": args.plot,
+                                "--checkpoint": args.checkpoint})
     if args.save is not None:
-        _validate.output_path(args.save, "--save", suffixes=(".npz",))
+        _validate.output_path(args.save, "--save", suffixes=(".npz",),
+                              overwrite=args.overwrite, kind="result")
     if args.plot is not None:
-        _validate.output_path(args.plot, "--plot", suffixes=_validate.plot_formats())
+        _validate.output_path(args.plot, "--plot", suffixes=_validate.plot_formats(),
+                              overwrite=args.overwrite)
     if args.checkpoint is not None:
-        path = _validate.input_file(args.checkpoint, "--checkpoint") if (
-            args.resume and _exists(args.checkpoint)) else args.checkpoint
-        _validate.output_path(path, "--checkpoint")
+        resuming = args.resume and _exists(args.checkpoint)
+        if resuming:
+            _validate.input_file(args.checkpoint, "--checkpoint")
+        _validate.output_path(args.checkpoint, "--checkpoint",
+                              overwrite=args.overwrite or resuming,
+                              kind=None if resuming else "checkpoint")
 
 
 def _exists(path) -> bool:
@@ -598,7 +614,7 @@ def _run_on_devices(args) -> int:
     out = run_pmap(rule, problem, trace, seed=seed, noise=args.noise, init=args.init,
                    record_every=record_every, checkpoint=args.checkpoint,
                    checkpoint_every=args.checkpoint_every, resume=args.resume,
-                   progress=progress, devices=devices)
+                   overwrite=args.overwrite, progress=progress, devices=devices)
     result: Result = out.result
     result.config.update(config)
     wall = np.asarray(out.wall_time)
@@ -675,7 +691,8 @@ def _sweep(args) -> int:
         raise ConfigError(f"--score {args.score} needs --target LOSS")
     _check_model(args)
     if args.save is not None:
-        _validate.output_path(args.save, "--save", suffixes=(".npz",))
+        _validate.output_path(args.save, "--save", suffixes=(".npz",),
+                              overwrite=args.overwrite, kind="result")
     problem = get_problem(args.problem, **_problem_options(args))
     grid = _grid_option(args.grid)
     result = sweep(args.problem, args.rule, grid=grid, batch_size=args.batch_size,
@@ -736,6 +753,7 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: grid, per-point scores, best point")
     p.add_argument("--save", default=None, help="save the result (.npz) here")
+    _add_overwrite(p)
 
 
 def _demo(args) -> int:
@@ -744,7 +762,8 @@ def _demo(args) -> int:
     from .plot import plot_run
     from .problems import beale
 
-    _validate.output_path(args.out, "--out", suffixes=_validate.plot_formats())
+    _validate.output_path(args.out, "--out", suffixes=_validate.plot_formats(),
+                          overwrite=args.overwrite)
     print("asynclab demo: asynchronous SGD (DOWNPOUR, λ = 1) with 8 workers on Beale's "
           "function,\nexponential compute times, gradient noise σ² = 10, 8 seeds.\n")
     result = run("beale", "downpour", cluster=Cluster(8, ComputeTime("exponential")),
@@ -758,7 +777,7 @@ def _demo(args) -> int:
 def _figures(args) -> int:
     from .figures import build
 
-    timings = build(args.names, quick=args.quick, out=args.out)
+    timings = build(args.names, quick=args.quick, out=args.out, overwrite=args.overwrite)
     print(f"{len(timings)} figure(s) in {sum(timings.values()):.1f} s")
     return 0
 
@@ -904,6 +923,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="asynclab-demo.png",
                    help="where to write the plot (.png, .pdf, .svg, ...)")
     p.add_argument("--commits", type=_count(1), default=20000, help="commits per seed")
+    _add_overwrite(p)
     p.set_defaults(func=_demo)
     p = sub.add_parser("figures", help="regenerate figures (all, or the ones named)",
                        formatter_class=_Help,
@@ -914,6 +934,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None,
                    help="output folder (default: ./figures if it exists, else the current "
                         "folder); data go to OUT/data/")
+    _add_overwrite(p)
     p.set_defaults(func=_figures)
     return parser
 

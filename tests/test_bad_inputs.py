@@ -194,6 +194,26 @@ CLI = [
     ("run --plot {tmp}", "--plot"),
     ("run --backend pmap --devices 1 --checkpoint /proc/c.npz", "--checkpoint", "/proc"),
     ("run --backend pmap --devices 1 --checkpoint {tmp}", "--checkpoint", "folder"),
+    ("run --plot {tmp}/out.pgf", "--plot", ".pgf"),
+    # nothing is overwritten unless asked (--overwrite, --resume), and then only our own kind
+    ("run --save {tmp}/result.npz", "--save", "already exists", "--overwrite"),
+    ("run --save {tmp}/foreign.npz --overwrite", "--save", "not an asynclab result",
+     "nothing was written"),
+    ("run --plot {tmp}/plot.png", "--plot", "already exists", "--overwrite"),
+    ("run --backend pmap --devices 1 --checkpoint {tmp}/notes.txt", "--checkpoint",
+     "already exists", "--overwrite"),
+    ("run --backend pmap --devices 1 --checkpoint {tmp}/notes.txt --overwrite",
+     "--checkpoint", "not an asynclab checkpoint", "nothing was written"),
+    ("run --backend pmap --devices 1 --checkpoint {tmp}/result.npz --overwrite",
+     "--checkpoint", "result file, not a checkpoint file"),
+    ("run --backend pmap --devices 1 --checkpoint {tmp}/new.npz --save {tmp}/new.npz",
+     "--save", "--checkpoint", "both name"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --save {tmp}/result.npz", "--save",
+     "already exists"),
+    ("demo --out {tmp}/plot.png", "--out", "already exists"),
+    ("figures staleness --out {tmp}/figures", "--out", "staleness.png", "already exists"),
+    ("figures staleness --out {tmp}/figures --overwrite", "--out", "staleness.npz",
+     "not an asynclab study"),
     # checkpoints given to --resume that are not checkpoints of this run
     ("run --backend pmap --devices 1 --commits 4 --checkpoint {tmp}/empty.npz --resume",
      "empty.npz", "empty"),
@@ -451,7 +471,50 @@ API = [
     ("Result.load npy", _load("array.npy"), "array.npy", "single .npy array"),
     ("Result.load folder", lambda tmp: asynclab.Result.load(tmp), "not a regular file"),
     ("Result.load bad config", _load("badconfig.npz"), "badconfig.npz", "config"),
+    ("Result.save over another file", lambda tmp: _saved_result(tmp).save(tmp / "foreign.npz"),
+     "Result.save", "foreign.npz", "nothing was written"),
+    ("run_pmap over a file", lambda tmp: _pmap(checkpoint=tmp / "notes.txt"), "checkpoint",
+     "already exists", "overwrite=True"),
+    ("run_pmap overwrite=True over notes", lambda tmp: _pmap(checkpoint=tmp / "notes.txt",
+                                                             overwrite=True),
+     "not an asynclab checkpoint"),
+    # files checked by their contents before any use: sizes, shapes, types, ranges, versions
+    ("Result.load forged size", _load("forged.npz"), "forged.npz", "'loss'", "(100000000000,)",
+     "more than the file holds"),
+    ("Result.load edited grid", _load("edited_grid.npz"), "edited_grid.npz", "loss",
+     "expected (2, 3, 1, 7)"),
+    ("Result.load string losses", _load("string_loss.npz"), "'loss'", "<U"),
+    ("Result.load 3-D seeds", _load("seeds_3d.npz"), "seeds", "(1, 1, 3)"),
+    ("Result.load diverged_at out of range", _load("bad_range.npz"), "diverged_at", "999",
+     "[-1, 6]"),
+    ("Result.load newer format", _load("future.npz"), "result format 99", "newer"),
+    ("Result.load study data", _load("study.npz"), "study file, not a result file"),
+    ("Result.load object array", _load("pickled.npz"), "'loss'", "object"),
+    ("studies.load forged size", lambda tmp: _study(tmp / "forged.npz"),
+     "study data", "more than the file holds"),
+    ("studies.load a result", lambda tmp: _study(tmp / "result.npz"),
+     "result file, not a study file"),
+    ("checkpoint position out of range", lambda tmp: _read_checkpoint(tmp / "far.npz"),
+     "far.npz", "position 999", "[0, 4]"),
+    ("checkpoint newer format", lambda tmp: _read_checkpoint(tmp / "future_checkpoint.npz"),
+     "checkpoint format 99"),
 ]
+
+
+def _saved_result(tmp):
+    return asynclab.Result.load(tmp / "result.npz")
+
+
+def _study(path):
+    from asynclab import studies
+
+    return studies.load(path)
+
+
+def _read_checkpoint(path):
+    from asynclab.backends import _checkpoint
+
+    return _checkpoint.read(path, {"rule": "downpour", "events": 4})
 
 
 # ----------------------------------------------------------------------------- subprocess rows
@@ -481,6 +544,11 @@ def files(tmp_path_factory) -> Path:
                                                "record_events", "loss", "final_params",
                                                "diverged_at")})
     np.savez(tmp / "badheader.npz", header=np.array("{not json"))
+    (tmp / "notes.txt").write_text("a user's notes\n")
+    (tmp / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp / "figures" / "data").mkdir(parents=True)
+    (tmp / "figures" / "staleness.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    np.savez(tmp / "figures" / "data" / "staleness.npz", weights=np.ones(3))
     result = asynclab.run("beale", "downpour", workers=2, commits=6)
     result.save(tmp / "result.npz")
     whole = (tmp / "result.npz").read_bytes()
@@ -489,7 +557,49 @@ def files(tmp_path_factory) -> Path:
 
     _checkpoint.save(tmp / "checkpoint.npz", {"rule": "downpour"}, (np.zeros(2),), 1, -1,
                      {"loss": np.zeros(1)})
+    _edited_files(tmp, result)
     return tmp
+
+
+def _edited_files(tmp: Path, result) -> None:
+    """A saved result (6 events, 7 records, 1 seed) edited member by member."""
+    from asynclab import _archive
+    from asynclab.backends import _checkpoint
+
+    with np.load(tmp / "result.npz") as f:
+        members = {name: f[name] for name in f.files}
+
+    def edited(name, **changes):
+        np.savez(tmp / name, **{**members, **changes})
+
+    config = json.loads(str(members["config_json"]))
+    config["grid"] = [["learning_rate", [1e-3, 2e-3]], ["server_momentum", [0.0, 0.3, 0.6]]]
+    edited("edited_grid.npz", config_json=np.array(json.dumps(config)))
+    edited("string_loss.npz", loss=members["loss"].astype(str))
+    edited("seeds_3d.npz", seeds=np.zeros((1, 1, 3), np.int64))
+    edited("bad_range.npz", diverged_at=np.array([999], np.int32))
+    edited("future.npz", asynclab_format=np.array("result 99"))
+    edited("study.npz", asynclab_format=np.array("study 1"))
+    edited("pickled.npz", loss=np.array([None, 1.0], dtype=object))
+    # a member whose header claims 800 GB: the whole file is a few hundred bytes
+    with zipfile.ZipFile(tmp / "forged.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, value in members.items():
+            if name == "loss":
+                header = {"descr": "<f8", "fortran_order": False, "shape": (10**11,)}
+                with archive.open("loss.npy", "w") as file:
+                    np.lib.format.write_array_header_1_0(file, header)
+                    file.write(b"\0" * 64)
+            else:
+                with archive.open(f"{name}.npy", "w") as file:
+                    np.lib.format.write_array(file, np.asarray(value))
+    print_ = {"rule": "downpour", "events": 4}
+    _checkpoint.save(tmp / "far.npz", print_, (np.zeros(2),), 999, -1, {"loss": np.zeros(1)})
+    _checkpoint.save(tmp / "future_checkpoint.npz", print_, (np.zeros(2),), 1, -1,
+                     {"loss": np.zeros(1)})
+    with np.load(tmp / "future_checkpoint.npz") as f:
+        members = {name: f[name] for name in f.files}
+    members[_archive.FORMAT_MEMBER] = np.array("checkpoint 99")
+    np.savez(tmp / "future_checkpoint.npz", **members)
 
 
 # ----------------------------------------------------------------------------- the tests
@@ -503,25 +613,44 @@ def _error_text(argv, capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+#: A refusal comes before any work: far under this (a hang or a run would pass it).
+REFUSE_SECONDS = 20
+
+
+def _snapshot(folder: Path) -> dict:
+    return {path: (path.stat().st_size, path.stat().st_mtime_ns, path.read_bytes())
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
 @pytest.mark.parametrize("row", CLI, ids=[row[0] or "(nothing)" for row in CLI])
 def test_cli_refuses(row, files, capsys):
     args, *words = row
     argv = [a.replace("{tmp}", str(files)) for a in shlex.split(args)]
+    before, start = _snapshot(files), time.perf_counter()
     code, err = _error_text(argv, capsys)
+    seconds = time.perf_counter() - start
     assert code == 2, err
     assert err.startswith("asynclab: error:"), err
     assert "Traceback" not in err
+    assert err.count("\n") <= 2, err  # one line (argparse adds its usage line)
     for word in words:
         assert word in err, (word, err)
+    assert _snapshot(files) == before, "a refused command changed a file"
+    assert seconds < REFUSE_SECONDS, seconds
 
 
 @pytest.mark.parametrize("row", API, ids=[row[0] for row in API])
 def test_api_refuses(row, files):
     _, call, *words = row
+    before, start = _snapshot(files), time.perf_counter()
     with pytest.raises(ConfigError) as error:
         call(files)
+    seconds = time.perf_counter() - start
     for word in words:
         assert word in str(error.value), (word, str(error.value))
+    assert "\n" not in str(error.value), str(error.value)
+    assert _snapshot(files) == before, "a refused call changed a file"
+    assert seconds < REFUSE_SECONDS, seconds
 
 
 def _cli_process(args: str, tmp: Path, timeout: float = 240) -> subprocess.CompletedProcess:

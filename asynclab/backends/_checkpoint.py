@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from .. import _validate
+from .. import _archive
 from .._errors import ConfigError
 from ..cluster import RoundTrace
 
@@ -92,6 +92,7 @@ def save(path: Path, print_: dict, state, position: int, diverged_at: int,
               "diverged_at": int(diverged_at), "leaves": len(leaves),
               "records": sorted(records)}
     arrays["header"] = np.asarray(json.dumps(header, sort_keys=True))
+    arrays[_archive.FORMAT_MEMBER] = _archive.format_member("checkpoint", FORMAT)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -125,29 +126,42 @@ def read(path: Path, print_: dict) -> Saved:
         run's.
     """
     what = "an asynclab checkpoint (written by a run on devices with --checkpoint)"
-    data = _validate.read_npz(path, "checkpoint", what)
-    if "header" not in data:
-        kind = ("a saved result (read it with asynclab.Result.load)" if "config_json" in data
-                else f"an .npz of other arrays ({', '.join(sorted(data)[:6]) or 'none'})")
-        raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: it is {kind}")
-    try:
-        header = json.loads(str(data["header"]))
-        leaves = [data[f"state_{i}"] for i in range(header["leaves"])]
-        records = {name: data[f"record_{name}"] for name in header["records"]}
-        header["fingerprint"], header["position"], header["diverged_at"]
-    except (KeyError, ValueError, TypeError) as error:
-        raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: its header is damaged "
-                          f"({type(error).__name__})") from None
-    if header.get("format") != FORMAT:
-        raise ConfigError(f"{path}: checkpoint format {header.get('format')} is not "
-                          f"{FORMAT}")
-    saved = header["fingerprint"]
-    if saved != print_:
-        differences = ", ".join(
-            f"{key}: checkpoint {saved.get(key)!r} vs run {print_.get(key)!r}"
-            for key in sorted(set(saved) | set(print_)) if saved.get(key) != print_.get(key))
-        raise ConfigError(f"the checkpoint {path} belongs to another run ({differences}); "
-                          "resume with the same configuration or remove the file")
+    with _archive.Archive(path, "checkpoint", what) as archive:
+        if "header" not in archive:
+            kind = ("a saved result (read it with asynclab.Result.load)"
+                    if "config_json" in archive else
+                    f"an .npz of other arrays ({', '.join(sorted(archive)[:6]) or 'none'})")
+            raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: it is {kind}")
+        archive.version("checkpoint", FORMAT)
+        try:
+            header = json.loads(archive.text("header"))
+            names = [f"state_{i}" for i in range(header["leaves"])]
+            names += [f"record_{name}" for name in header["records"]]
+            position, diverged_at = header["position"], header["diverged_at"]
+            header["fingerprint"].get  # a dict
+            missing = [name for name in names if name not in archive]
+            if missing:
+                raise KeyError(missing[0])
+        except (KeyError, ValueError, TypeError, AttributeError) as error:
+            raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: its header is "
+                              f"damaged ({type(error).__name__})") from None
+        if header.get("format") != FORMAT:
+            raise ConfigError(f"{path}: checkpoint format {header.get('format')} is not "
+                              f"{FORMAT}")
+        events = print_.get("events")
+        for name, value, low in (("position", position, 0), ("diverged_at", diverged_at, -1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+                    isinstance(events, int) and value > events):
+                raise archive.error(f"its {name} {value!r} is outside [{low}, {events}]")
+        saved = header["fingerprint"]
+        if saved != print_:
+            differences = ", ".join(
+                f"{key}: checkpoint {saved.get(key)!r} vs run {print_.get(key)!r}"
+                for key in sorted(set(saved) | set(print_)) if saved.get(key) != print_.get(key))
+            raise ConfigError(f"the checkpoint {path} belongs to another run ({differences}); "
+                              "resume with the same configuration or remove the file")
+        leaves = [archive[f"state_{i}"] for i in range(header["leaves"])]
+        records = {name: archive[f"record_{name}"] for name in header["records"]}
     return Saved(state=leaves, position=header["position"],
                  diverged_at=header["diverged_at"], records=records)
 

@@ -445,6 +445,7 @@ def run_pmap(
     checkpoint: str | Path | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     sync_every: int = MAX_IN_FLIGHT,
     config: dict | None = None,
     progress: bool | None = None,
@@ -474,6 +475,8 @@ def run_pmap(
       checkpoint_every: also write it every this many segments (rounds).
       resume: continue from ``checkpoint`` if it exists (a checkpoint of another run
         configuration is a ConfigError); start from the beginning if it does not.
+      overwrite: without ``resume``, replace an existing ``checkpoint`` (only an asynclab
+        checkpoint is replaced; without it an existing file is a ConfigError).
       sync_every: wait for the devices every this many calls (1 to 16).
       config: stored in the result (the run's own settings are added).
       progress: show a progress bar over the events (None: only on a terminal or in a
@@ -496,7 +499,10 @@ def run_pmap(
     record_every, sync_every = int(record_every), int(sync_every)
     seed = _validate.seed(seed)
     if checkpoint is not None:
-        _validate.output_path(_checkpoint.process_path(checkpoint), "checkpoint")
+        path = _checkpoint.process_path(checkpoint)
+        resuming = resume and path.exists()  # read and checked below, before any work
+        _validate.output_path(path, "checkpoint", overwrite=overwrite or resuming,
+                              kind=None if resuming else "checkpoint")
     n = trace.n_workers
     devices, ids = _resolve_devices(n, devices)
     if record_paths is None:
@@ -528,6 +534,9 @@ def run_pmap(
                        () if first_metrics is None else tuple(first_metrics))
     position, diverged_at = 0, -1
     if saved is not None:
+        if saved.position > n_segments:
+            raise ConfigError(f"the checkpoint {path} is at segment {saved.position} of a run "
+                              f"of {n_segments}: it is damaged")
         saved = _checkpoint.restore(saved, path, template)
         server, workers = saved.state
         position, diverged_at = saved.position, saved.diverged_at
@@ -634,6 +643,10 @@ class _Records:
         return state
 
     def restore(self, saved: dict) -> None:
+        need = {"loss", "wall_time"} | ({"center_path", "worker_path"} if self.record_paths
+                                       else set())
+        if need - set(saved):
+            raise ConfigError(f"the checkpoint lacks the records {sorted(need - set(saved))}")
         self.loss, self.times = [saved["loss"]], [saved["wall_time"]]
         self.metrics = {k: [saved.get(f"metric_{k}", np.full(saved["loss"].shape, np.nan))]
                         for k in self.metrics}

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _validate
+from .. import _archive
 from .._errors import ConfigError
 from . import _metrics
 
@@ -218,50 +218,147 @@ class Result:
 
     # ------------------------------------------------------------------ disk
     def save(self, path: str | Path) -> Path:
-        """Write the arrays and the config to one ``.npz`` file; returns the path."""
+        """Write the arrays and the config to one ``.npz`` file (``.npz`` is added to a
+        path without it); returns the path. The file holds its format version.
+
+        An existing file is replaced only if it is a saved result (anything else is a
+        ConfigError, and nothing is written).
+        """
         path = Path(path)
         if path.suffix != ".npz":
             path = path.with_suffix(".npz")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            _archive.check_kind(path, "result", "Result.save")
         arrays = {name: getattr(self, name) for name in _ARRAYS if getattr(self, name) is not None}
         if isinstance(self.final_params, dict):
             del arrays["final_params"]
             arrays.update(_flatten("final_params", self.final_params))
         arrays.update(_flatten("metrics", self.metrics or {}))
         arrays["config_json"] = np.array(json.dumps(self.config, sort_keys=True))
-        tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez_compressed(tmp, **arrays)
-        tmp.replace(path)
-        return path
+        return _archive.write(path, arrays, kind="result", version=FORMAT)
 
     @classmethod
     def load(cls, path: str | Path) -> Result:
         """Read a result written by :meth:`save`.
 
+        Every array's shape and dtype is checked against the others and the grid before
+        any is read, and the event and record indices against their ranges after.
+
         Raises:
-          ConfigError: the file is missing, empty, truncated, or not a saved result (a
-            checkpoint of a run on devices, or another program's ``.npz``).
+          ConfigError: the file is missing, empty, truncated, not a saved result (a
+            checkpoint of a run on devices, or another program's ``.npz``), of a newer
+            format, or inconsistent (arrays whose shapes, types or values do not fit).
         """
         what = "an asynclab result (an .npz written by Result.save)"
-        data = _validate.read_npz(path, "Result.load", what)
-        if "config_json" not in data:
-            kind = ("a checkpoint of a run on devices (give it to --resume / run_pmap)"
-                    if "header" in data else
-                    f"an .npz of other arrays ({', '.join(sorted(data)[:6]) or 'none'})")
-            raise ConfigError(f"Result.load: {str(path)!r} is not {what}: it is {kind}")
-        nested = {name: data[name] for name in data if "/" in name}
-        trees = _unflatten(nested)
-        missing = [name for name in _REQUIRED if name not in data and name not in trees]
-        try:
-            config = json.loads(str(data["config_json"]))
-        except ValueError:
-            config = None
-        if missing or not isinstance(config, dict):
-            problem = f"it lacks {', '.join(missing)}" if missing else "its config is not JSON"
-            raise ConfigError(f"Result.load: {str(path)!r} is not {what}: {problem}")
+        with _archive.Archive(path, "Result.load", what) as archive:
+            if "config_json" not in archive:
+                kind = ("a checkpoint of a run on devices (give it to --resume / run_pmap)"
+                        if "header" in archive else
+                        f"an .npz of other arrays ({', '.join(sorted(archive)[:6]) or 'none'})")
+                raise ConfigError(f"Result.load: {str(path)!r} is not {what}: it is {kind}")
+            archive.version("result", FORMAT)
+            missing = [name for name in _REQUIRED if name not in archive
+                       and not any(m.startswith(name + "/") for m in archive)]
+            try:
+                config = json.loads(archive.text("config_json"))
+            except ValueError:
+                config = None
+            if missing or not isinstance(config, dict):
+                problem = (f"it lacks {', '.join(missing)}" if missing
+                           else "its config is not JSON")
+                raise ConfigError(f"Result.load: {str(path)!r} is not {what}: {problem}")
+            _check_layout(archive, config)
+            data = archive.read_all()
         fields = {name: data[name] for name in _ARRAYS if name in data}
-        fields.update(trees)
+        fields.update(_unflatten({name: data[name] for name in data if "/" in name}))
+        _check_values(archive, fields)
         return cls(config=config, **fields)
+
+
+#: The version :meth:`Result.save` writes.
+FORMAT = 1
+
+
+def _check_layout(archive, config: dict) -> None:
+    """Shapes and dtypes of a saved result, from the members' headers alone."""
+    shapes = {name: shape for name, (shape, _) in archive.headers.items()}
+    kinds = {name: dtype.kind for name, (_, dtype) in archive.headers.items()}
+
+    def bad(reason):
+        return archive.error(f"inconsistent: {reason}")
+
+    def want(name, expected, kind_set, what):
+        if shapes[name] != tuple(expected):
+            raise bad(f"{name} has shape {shapes[name]}, expected {tuple(expected)} ({what})")
+        if kinds[name] not in kind_set:
+            expected = "floats" if kind_set == "f" else "integers"
+            raise bad(f"{name!r} holds {archive.headers[name][1]} values, expected {expected}")
+
+    grid = config.get("grid")
+    axes: tuple[int, ...] = ()
+    if grid:
+        if not (isinstance(grid, list) and all(
+                isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], list) and pair[1] for pair in grid)):
+            raise bad("config['grid'] is not a list of [name, values] pairs")
+        axes = tuple(len(values) for _, values in grid)
+    if len(shapes["seeds"]) != 1 or shapes["seeds"][0] < 1 or kinds["seeds"] not in "iu":
+        raise bad(f"seeds has shape {shapes['seeds']} of {archive.headers['seeds'][1]}, "
+                  "expected a non-empty list of integers")
+    (n_seeds,) = shapes["seeds"]
+    if len(shapes["time"]) != 2 or shapes["time"][0] not in (1, n_seeds):
+        raise bad(f"time has shape {shapes['time']}, expected (1 or {n_seeds} traces, events)")
+    events = shapes["time"]
+    want("time", events, "f", "simulated seconds per event")
+    want("worker", events, "iu", "one per event")
+    want("staleness", events, "iu", "one per event")
+    if len(shapes["record_events"]) != 1:
+        raise bad(f"record_events has shape {shapes['record_events']}, expected (records,)")
+    records = shapes["record_events"][0]
+    want("record_events", (records,), "iu", "one per record")
+    per_seed = (*axes, n_seeds)
+    want("loss", (*per_seed, records), "f", "grid axes, seeds, records")
+    want("diverged_at", per_seed, "iu", "grid axes, seeds")
+    for name in shapes:
+        if name == "final_params" or name.startswith("final_params/"):
+            if shapes[name][:len(per_seed)] != per_seed or kinds[name] != "f":
+                raise bad(f"{name} has shape {shapes[name]} of {archive.headers[name][1]}, "
+                          f"expected floats of shape {per_seed} + the parameters' shape")
+        elif name.startswith("metrics/"):
+            want(name, (*per_seed, records), "f", "grid axes, seeds, records")
+    if "center_path" in shapes:
+        shape = shapes["center_path"]
+        if shape[:-1] != (*per_seed, records) or kinds["center_path"] != "f":
+            raise bad(f"center_path has shape {shape}, expected {(*per_seed, records)} + (d,)")
+    if "worker_path" in shapes:
+        shape = shapes["worker_path"]
+        if shape[:len(per_seed) + 1] != (*per_seed, events[1]) or len(shape) not in (
+                len(per_seed) + 2, len(per_seed) + 3) or kinds["worker_path"] != "f":
+            raise bad(f"worker_path has shape {shape}, expected {(*per_seed, events[1])} + "
+                      "(d,) or (workers, d)")
+    known = set(_ARRAYS) | {"config_json", _archive.FORMAT_MEMBER}
+    extra = [name for name in shapes if name not in known and "/" not in name]
+    if extra:
+        raise bad(f"unknown member(s) {', '.join(sorted(extra))}")
+
+
+def _check_values(archive, fields: dict) -> None:
+    """Indices in their ranges: seeds, record positions, divergence events, staleness."""
+    events = fields["time"].shape[1]
+
+    def within(name, low, high):
+        values = fields[name]
+        outside = (values < low) | (values > high)
+        if outside.any():
+            value = values[np.unravel_index(int(np.flatnonzero(outside)[0]), values.shape)]
+            raise archive.error(f"inconsistent: {name} holds {value}, outside [{low}, {high}]")
+
+    within("seeds", 0, 2**32 - 1)
+    within("record_events", 0, events)
+    within("diverged_at", -1, events)
+    within("staleness", -1, max(events, 1))
+    if not np.all(np.diff(fields["record_events"]) > 0):
+        raise archive.error("inconsistent: record_events is not strictly increasing")
 
 
 def _flatten(prefix: str, tree: dict) -> dict[str, np.ndarray]:

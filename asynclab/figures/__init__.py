@@ -36,10 +36,13 @@ def load_figure(name: str) -> Figure:
     return FIGURES[name]
 
 
-def build(names=None, *, quick: bool = False, out: str | Path | None = None, echo=print):
+def build(names=None, *, quick: bool = False, out: str | Path | None = None, echo=print,
+          overwrite: bool = False):
     """Build each named figure (all by default) into ``out``; returns timings.
 
-    Every name is checked before any figure is built.
+    Every name, and every file a figure will write (``out/NAME.png``,
+    ``out/data/NAME.npz``), is checked before any figure is built: an existing file is
+    replaced only with ``overwrite`` (and its data only if they are a study's data).
     """
     from .. import _validate
     from .._cache import enable_compile_cache
@@ -49,6 +52,10 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
     out = Path(out) if out is not None else default_out()
     _validate.writable_folder(out, "--out")
     _validate.writable_folder(out / "data", "--out")
+    for figure in figures:
+        _validate.output_path(out / f"{figure.name}.png", "--out", overwrite=overwrite)
+        _validate.output_path(out / "data" / f"{figure.name}.npz", "--out",
+                              overwrite=overwrite, kind="study")
     timings = {}
     for figure in figures:
         start = time.perf_counter()
