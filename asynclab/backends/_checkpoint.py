@@ -138,7 +138,8 @@ def read(path: Path, print_: dict) -> Saved:
             names = [f"state_{i}" for i in range(header["leaves"])]
             names += [f"record_{name}" for name in header["records"]]
             position, diverged_at = header["position"], header["diverged_at"]
-            header["fingerprint"].get  # a dict
+            if not isinstance(header["fingerprint"], dict):
+                raise TypeError("fingerprint")
             missing = [name for name in names if name not in archive]
             if missing:
                 raise KeyError(missing[0])
