@@ -8,6 +8,7 @@ thing everywhere.
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 import tempfile
@@ -41,10 +42,43 @@ def seeds(value, field: str = "seeds") -> list[int]:
         return [seed(value, field)]
     if isinstance(value, str | bytes | dict | set) or not isinstance(value, Iterable):
         raise ConfigError(f"{field} must be an integer seed or a list of them, got {value!r}")
+    fast = _seed_range(value, field)
+    if fast is not None:
+        return fast
     out = [seed(v, f"{field}[{i}]") for i, v in enumerate(_flat(value, field))]
     if not out:
         raise ConfigError(f"{field} is empty; give at least one seed")
     return out
+
+
+def _seed_range(value, field: str) -> list[int] | None:
+    """A range or an integer array of seeds checked at once (millions in milliseconds);
+    None for other sequences, which are checked one by one."""
+    import numpy as np
+
+    if isinstance(value, range):
+        if len(value) == 0:
+            raise ConfigError(f"{field} is empty; give at least one seed")
+        low, high = min(value[0], value[-1]), max(value[0], value[-1])
+        if low < 0 or high >= SEED_LIMIT:
+            bad = low if low < 0 else high
+            raise ConfigError(f"{field} must be integers in [0, 2**32), got {bad}")
+        return list(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.ndim == 1 \
+            and value.size:
+        outside = (value < 0) | (value >= SEED_LIMIT)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise ConfigError(f"{field}[{i}] must be an integer in [0, 2**32), got "
+                              f"{int(value[i])}")
+        return value.astype(np.int64).tolist()
+    if isinstance(value, list | tuple) and value and all(type(v) is int for v in value):
+        low, high = min(value), max(value)
+        if low < 0 or high >= SEED_LIMIT:
+            i = next(i for i, v in enumerate(value) if not 0 <= v < SEED_LIMIT)
+            raise ConfigError(f"{field}[{i}] must be an integer in [0, 2**32), got {value[i]}")
+        return list(value)
+    return None
 
 
 def _flat(value, field: str) -> list:
@@ -55,6 +89,49 @@ def _flat(value, field: str) -> list:
             raise ConfigError(f"{field} must be one-dimensional, got shape {value.shape}")
         return value.tolist() if value.dtype.kind in "iu" else list(value)
     return list(value)
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def count(value, field: str, *, low: int = 1, high: int | None = None) -> int:
+    """``value`` as an int with ``low <= value <= high``.
+
+    Integers of any kind (numpy's too) and whole, finite floats are accepted; booleans,
+    strings, NaN, infinities and fractions are refused with a message naming ``field``.
+    """
+    ok = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and math.isfinite(value) and value == int(value))
+    if not ok or value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ConfigError(f"{field} must be an integer {bound}, got {value!r}")
+    return int(value)
+
+
+def number(value, field: str, *, low: float | None = None, high: float | None = None,
+           low_open: bool = False, high_open: bool = False, dtype=None) -> float:
+    """``value`` as a finite float in the given range, checked in ``dtype`` (e.g.
+    ``numpy.float32``, the precision a run computes in) when given: a value that rounds
+    onto a bound there is refused as the bound itself would be."""
+    import numpy as np
+
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(
+        value)
+    x = float(value) if ok else math.nan
+    if ok and dtype is not None:
+        with np.errstate(over="ignore"):
+            x = float(np.asarray(value, dtype=dtype))
+        ok = math.isfinite(x)
+    ok = ok and (low is None or (x > low if low_open else x >= low)) and (
+        high is None or (x < high if high_open else x <= high))
+    if not ok:
+        left = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
+        right = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
+        where = " and ".join(w for w in (left, right) if w)
+        precision = f" in {np.dtype(dtype).name}" if dtype is not None else ""
+        raise ConfigError(f"{field} must be a finite number{' ' + where if where else ''}"
+                          f"{precision}, got {value!r}")
+    return float(value)
 
 
 # ----------------------------------------------------------------------------- files

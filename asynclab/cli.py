@@ -67,7 +67,7 @@ def _seeds(args) -> list[int]:
                               f"{_MAX_SEEDS} in one run")
         _validate.seed(start, "--seeds START")
         _validate.seed(stop - 1, "--seeds STOP - 1")
-        seeds = list(range(start, stop))
+        seeds = range(start, stop)
     if not seeds:
         raise ConfigError(f"--seeds {text!r} gives no seed")
     return _validate.seeds(seeds, "--seeds")

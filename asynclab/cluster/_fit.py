@@ -43,28 +43,36 @@ class _Steps:
     """A worker's stream of step times from a source of row times (a log's rows).
 
     A row covers ``per_row`` local steps; it is split into ``per_row`` equal steps. The
-    simulator asks for ``(rows, width)`` phases and gets whole phases only.
+    simulator asks for ``(rows, width)`` phases and gets whole phases only. Only the
+    steps asked for are built, so a row of many steps costs nothing until it is used.
     """
 
-    __slots__ = ("_rows", "_per_row", "_buffer")
+    __slots__ = ("_rows", "_per_row", "_time", "_left", "_rest")
 
     def __init__(self, rows, per_row: int):
         self._rows = rows  # rows(count) -> array of at most `count` row times
         self._per_row = per_row
-        self._buffer = np.empty(0)
+        self._time, self._left = 0.0, 0  # the row in use and its steps not handed out
+        self._rest = np.empty(0)  # steps short of a whole phase once the rows ran out
 
     def __call__(self, shape) -> np.ndarray:
         rows, width = shape
-        want = rows * width
-        if self._buffer.size < want:
-            missing = -(-(want - self._buffer.size) // self._per_row)
-            more = np.asarray(self._rows(missing), dtype=np.float64)
-            steps = np.repeat(more / self._per_row, self._per_row)
-            self._buffer = np.concatenate([self._buffer, steps])
-        m = min(rows, self._buffer.size // width)
-        out = self._buffer[: m * width].reshape(m, width)
-        self._buffer = self._buffer[m * width :]
-        return out.copy()
+        per = self._per_row
+        want = rows * width - self._rest.size
+        take = min(self._left, max(want, 0))
+        times, counts = [self._time], [take]
+        self._left -= take
+        if want > take:
+            fetched = np.asarray(self._rows(-(-(want - take) // per)), dtype=np.float64)
+            if fetched.size:
+                spare = max(fetched.size * per - (want - take), 0)  # the last row's rest
+                times.extend(fetched)
+                counts.extend([per] * (fetched.size - 1) + [per - spare])
+                self._time, self._left = float(fetched[-1]), spare
+        steps = np.concatenate([self._rest, np.repeat(np.asarray(times) / per, counts)])
+        m = min(rows, steps.size // width)
+        self._rest = steps[m * width :]
+        return steps[: m * width].reshape(m, width)
 
 
 def _cursor(times: np.ndarray, end: str):

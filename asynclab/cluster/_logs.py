@@ -17,11 +17,14 @@ import gzip
 import io
 import math
 import re
+import warnings
+import zlib
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from ._trace import Trace
 
@@ -128,13 +131,39 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8", newline="")
 
 
-def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
+def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
+    """The header and the rows of a (gzip) CSV log.
+
+    A long log of numbers only is parsed by numpy into a float array (fast and compact);
+    anything else (words, blank cells, a wide log, a malformed row) is read as text rows,
+    so that a problem can be reported by line and column. The memory either needs is
+    estimated from the file's size and checked before reading.
+    """
+    path = _log_file(path)
+    text_bytes = _text_size(path)
+    try:
+        with _open_text(path) as f:
+            header = next(csv.reader(f), [])
+            header = [h.strip() for h in header]
+            if header and "worker" in header and "iteration" not in header:
+                _validate.check_memory(2 * 8 * (text_bytes // 2 + 1), f"log {str(path)!r}")
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", UserWarning)  # no rows: said below
+                        body = np.loadtxt(f, delimiter=",", dtype=np.float64, ndmin=2,
+                                          comments=None)
+                except ValueError:
+                    body = None
+                if body is not None and body.shape[1] in (0, len(header)):
+                    return header, body.reshape(-1, len(header))
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError, zlib.error) as error:
+        raise ConfigError(f"{path}: cannot read it as a (gzip) CSV file: {error}") from None
+    # text rows: about 60 bytes of Python objects per cell of a few characters
+    _validate.check_memory(16 * text_bytes, f"log {str(path)!r} (read as text rows)")
     try:
         with _open_text(path) as f:
             rows = list(csv.reader(f))
-    except FileNotFoundError:
-        raise ConfigError(f"no log file at {path}") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError, zlib.error) as error:
         raise ConfigError(f"{path}: cannot read it as a (gzip) CSV file: {error}") from None
     rows = [r for r in rows if any(cell.strip() for cell in r)]
     if not rows:
@@ -146,6 +175,25 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
             raise ConfigError(f"{path}, line {i + 2}: {len(row)} cells, but the header has "
                               f"{len(header)} columns")
     return header, body
+
+
+def _log_file(path: Path) -> Path:
+    """``path`` as an existing, non-empty regular file (not a device or a folder)."""
+    if not Path(path).expanduser().exists():
+        raise ConfigError(f"no log file at {path}")
+    return _validate.input_file(path, "log")
+
+
+def _text_size(path: Path) -> int:
+    """The bytes of text in the log: its size, or for gzip its stored length (modulo 4 GiB
+    by the format, so at least the compressed size times the smallest ratio)."""
+    size = path.stat().st_size
+    if path.suffix != ".gz":
+        return size
+    with open(path, "rb") as file:
+        file.seek(-4, 2)
+        stored = int.from_bytes(file.read(4), "little")
+    return max(stored, size)
 
 
 def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -177,6 +225,15 @@ def _table(path: Path) -> tuple[list[str], list[list[str]]]:
 def _numbers(path, header, body, name, *, kind=float, blank_ok=False) -> np.ndarray:
     """Column ``name`` as numbers; a bad cell raises naming its line and column."""
     j = header.index(name)
+    if isinstance(body, np.ndarray):  # parsed by numpy: only the integer check is left
+        out = body[:, j].copy()
+        if kind is int:
+            bad = ~(np.isfinite(out) & (out == np.round(out)))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {out[i]!r} is not "
+                                  "an integer")
+        return out
     out = np.empty(len(body), dtype=np.float64)
     for i, row in enumerate(body):
         cell = row[j].strip()
@@ -207,6 +264,14 @@ def _check_times(path, values, name, lines, *, blank_ok=False):
 
 def _booleans(path, header, body, name) -> np.ndarray:
     j = header.index(name)
+    if isinstance(body, np.ndarray):
+        values = body[:, j]
+        bad = (values != 0) & (values != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {values[i]!r} is not "
+                              "one of 1/0/true/false")
+        return values == 1
     out = np.empty(len(body), dtype=bool)
     for i, row in enumerate(body):
         cell = row[j].strip().lower()
@@ -234,9 +299,9 @@ def _build(path, *, worker, step, start, compute, communication, available, stal
         ids = worker.astype(np.int64)
         first = int(ids.min())
         count = int(ids.max()) - first + 1
-        seen = np.bincount(ids - first, minlength=count)
-        if (seen == 0).any():
-            missing = int(np.flatnonzero(seen == 0)[0]) + first
+        present = np.unique(ids)  # at most one entry per row, whatever the ids claim
+        if present.size != count:
+            missing = int(present[np.flatnonzero(np.diff(present) > 1)[0]]) + 1
             raise ConfigError(f"{source}: worker {missing} has no steps (the log has workers "
                               f"{first} … {first + count - 1}; renumber them without gaps)")
         names = tuple(str(first + k) for k in range(count))

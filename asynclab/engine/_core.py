@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _random
+from .. import _random, _validate
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem
@@ -281,11 +281,7 @@ def check_traces(rule: Rule, traces: Sequence[Trace | RoundTrace]) -> int:
 
 def check_count(name: str, value, top: int | None = None) -> int:
     """``value`` as an int, which must be an integer >= 1 (and <= ``top``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value \
-            or value < 1 or (top is not None and value > top):
-        bound = f" and <= {top}" if top else ""
-        raise ConfigError(f"{name} must be an integer >= 1{bound}, got {value!r}")
-    return int(value)
+    return _validate.count(value, name, high=top)
 
 
 # ----------------------------------------------------------------------------- config

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -82,23 +82,50 @@ def rule_group_size(rule: str | Rule, hyperparameters: dict, cluster=None) -> in
 
 
 def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_seed,
-                record_every, record_paths, points=1) -> int:
-    """Estimated bytes a run holds (schedules, trajectories, loss records); a sweep
-    records every one of its ``points`` for every seed."""
+                record_every, record_paths, points=1, in_flight=None) -> int:
+    """Estimated bytes a run holds: the schedules and the simulator's draws, the state of
+    the runs computed together (every worker's and the server's arrays, a gradient and a
+    copy), the final parameters and the records of every (point, seed).
+
+    ``in_flight``: how many (point, seed) runs are computed together (default: all), or
+    ``("bytes", B)`` for as many as fit in B bytes (a sweep's automatic batches).
+    """
     if commits is not None:
         events = int(commits)
     else:  # a horizon: events the cluster completes in that time, on average
         per_event = cluster.compute.mean_step() * rule.local_steps
         units = 1 if rule.synchronous else cluster.groups
-        events = int(horizon / max(per_event, 1e-12) * units) + 1
+        events = int(min(horizon / max(per_event, 1e-12) * units, 2**62)) + 1
+    runs = n_seeds * points
+    state = _state_bytes(rule, problem, cluster.workers) + 2 * 4 * problem.dim
+    if isinstance(in_flight, tuple):  # as many as a byte budget holds, at least one
+        in_flight = max(1, in_flight[1] // (2 * state))
+    in_flight = runs if in_flight is None else min(int(in_flight), runs)
     paths = problem.dim <= 2 if record_paths is None else bool(record_paths)
     width = problem.dim * (cluster.workers if rule.synchronous else 1)
     every = record_every if isinstance(record_every, int) and record_every >= 1 else \
         default_record_every(rule, problem, max(events, 1), cluster.workers)
-    return _validate.memory_estimate(
-        events, traces=n_seeds if trace_per_seed else 1, seeds=n_seeds * points,
-        records=events // every + 1, record_bytes=4 + (4 * problem.dim if paths else 0),
+    records = events // every + 1
+    metrics = 2 if getattr(problem, "evaluate", None) is not None else 0
+    # the simulator draws up to 4096 phases of λ steps per worker at a time
+    draws = 8 * cluster.workers * min(events, 4096) * rule.local_steps
+    held = (_validate.memory_estimate(
+        events, traces=n_seeds if trace_per_seed else 1, seeds=runs, records=records,
+        record_bytes=4 * (1 + metrics) + (4 * problem.dim if paths else 0),
         event_bytes=4 * width if paths else 0)
+        + draws + 2 * in_flight * state + runs * 4 * problem.dim)
+    return int(held)
+
+
+def _state_bytes(rule, problem, n_workers: int) -> int:
+    """Bytes of one run's ``(server, workers)``, from their shapes (nothing is computed)."""
+    import jax
+
+    from ._core import initial_state
+
+    shapes = jax.eval_shape(lambda key: initial_state(rule, problem, key, n_workers),
+                            jax.random.key(0))
+    return sum(math.prod(leaf.shape) * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
 
 
 def _cluster_from(cluster, workers, compute, group_size) -> Cluster:
@@ -227,13 +254,17 @@ def run(
 
 def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,
              learning_rate, local_steps, noise, init, trace_per_seed, problem_options, start,
-             hyperparameters, record_every=None, record_paths=None, points=1):
+             hyperparameters, record_every=None, record_paths=None, points=1,
+             in_flight=None):
     """The checked problem, rule, traces, seeds and config of a run (see :func:`run`)."""
     problem_name = problem if isinstance(problem, str) else problem.name
     group_size = rule_group_size(rule, hyperparameters, cluster)
     if isinstance(rule, str) and group_size != 1:
         hyperparameters = {**hyperparameters, "group_size": group_size}
     cluster = _cluster_from(cluster, workers, compute, group_size)
+    if problem_options is not None and not isinstance(problem_options, Mapping):
+        raise ConfigError(f"problem_options must be a dict of options (e.g. "
+                          f"{{'batch_size': 32}}), got {problem_options!r}")
     problem_options = dict(problem_options or {})
     if isinstance(problem, str) and problem in DATA_PROBLEMS:
         # one shard per worker (a group's members are workers g·m + j)
@@ -246,16 +277,16 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
         raise ConfigError(f"sequential_sgd runs one worker, got workers={cluster.workers}")
     if (commits is None) == (horizon is None):
         raise ConfigError("give exactly one budget: commits (or rounds) or horizon (seconds)")
-    if commits is not None and (int(commits) != commits or commits < 1):
-        raise ConfigError(f"commits must be an integer >= 1, got {commits!r}")
-    if horizon is not None and not (isinstance(horizon, int | float) and math.isfinite(horizon)
-                                    and horizon > 0):
-        raise ConfigError(f"horizon must be a finite number of seconds > 0, got {horizon!r}")
+    if commits is not None:
+        commits = _validate.count(commits, "commits")
+    if horizon is not None:
+        horizon = _validate.number(horizon, "horizon (seconds)", low=0, low_open=True)
     seed_list = _validate.seeds(seeds)
     noise = check_noise(noise)
     check_options(rule, init, record_every)
     _validate.check_memory(_run_memory(rule, problem, cluster, commits, horizon, len(seed_list),
-                                       trace_per_seed, record_every, record_paths, points),
+                                       trace_per_seed, record_every, record_paths, points,
+                                       in_flight),
                            "commits" if commits is not None else "horizon")
     trace_seeds = seed_list if trace_per_seed else seed_list[:1]
     traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s)

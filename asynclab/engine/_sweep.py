@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime
@@ -156,6 +157,8 @@ def sweep(
         rule = info.factory(**{**rule.hyperparameters, **first})
         first = {}
     seeds = _check_seeds(seeds)
+    if batch_size is not None:
+        batch_size = _validate.count(batch_size, "batch_size")
     problem, rule, traces, seed_list, config = _prepare(
         problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
         horizon=horizon, seeds=seeds.tolist(), learning_rate=learning_rate,
@@ -163,7 +166,8 @@ def sweep(
         problem_options=problem_options, start=start, hyperparameters={**hyperparameters,
                                                                        **first},
         record_every=record_every, record_paths=record_paths,
-        points=int(np.prod([len(v) for v in grid.values()])))
+        points=int(np.prod([len(v) for v in grid.values()])),
+        in_flight=batch_size or ("bytes", MEMORY_BUDGET))
     return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
                        init=init, record_every=record_every, record_paths=record_paths,
                        progress=progress, batch_size=batch_size, config=config,
@@ -226,9 +230,7 @@ def replay_grid(
     if batch_size is None:
         per = _per_element_bytes(plan, problem, plan.n_workers)
         batch_size = max(1, min(total, MEMORY_BUDGET // per))
-    elif int(batch_size) != batch_size or batch_size < 1:
-        raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    batch_size = int(min(batch_size, total))
+    batch_size = min(_validate.count(batch_size, "batch_size"), total)
     n_calls = math.ceil(total / batch_size)
 
     parts = []

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from ._collider import FEATURES, collider_events
 
@@ -116,10 +117,11 @@ def load_dataset(name: str, *, validation: float = 0.2, seed: int = 0,
     if name not in DATASETS:
         raise ConfigError(f"unknown data set {name!r}; available: {', '.join(DATASETS)}")
     _check_fraction(name, validation)
-    if examples is not None and (isinstance(examples, bool) or int(examples) != examples
-                                 or examples < 2):
-        raise ConfigError(f"data set {name!r}: examples must be an integer >= 2, "
-                          f"got {examples!r}")
+    if examples is not None:
+        examples = _validate.count(examples, f"data set {name!r}: examples", low=2)
+        # the generated events, their float64 copy and the split: ~ 8 copies of each feature
+        _validate.check_memory(examples * len(FEATURES) * 8 * 8, f"data set {name!r}: examples")
+    seed = _validate.seed(seed, f"data set {name!r}: seed")
     x, y = _raw(name, None if examples is None else int(examples), int(seed))
     classes = int(y.max()) + 1
     if examples is not None and name != "collider":

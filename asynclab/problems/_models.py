@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .. import _validate
 from .._errors import ConfigError
 
 Array = jax.Array
@@ -77,8 +78,10 @@ def _positive_ints(model: str, name: str, values) -> tuple[int, ...]:
     except TypeError:
         values = (values,)
     for value in values:
-        if isinstance(value, bool) or int(value) != value or value < 1:
-            raise ConfigError(f"{model}: {name} must be integers >= 1, got {values!r}")
+        try:
+            _validate.count(value, name)
+        except ConfigError:
+            raise ConfigError(f"{model}: {name} must be integers >= 1, got {values!r}") from None
     return tuple(int(v) for v in values)
 
 

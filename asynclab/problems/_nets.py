@@ -8,10 +8,13 @@ batch depends only on ``(seed, k, s)`` and every executor reads the same example
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _validate
 from .._errors import ConfigError
 from .._oracle import Oracle, _noise
 from ._datasets import DATASETS, load_dataset
@@ -27,9 +30,19 @@ LOSS_EXAMPLES = 1000
 
 
 def _positive_int(field: str, value) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ConfigError(f"{field} must be an integer >= 1, got {value!r}")
-    return int(value)
+    return _validate.count(value, field)
+
+
+def _check_model_size(net, spec) -> None:
+    """Refuse a model too large to hold, from its shapes alone (nothing is allocated)."""
+    shapes = jax.tree.leaves(jax.eval_shape(net.init, jax.random.key(0)))
+    largest = max(math.prod(leaf.shape) for leaf in shapes)
+    if largest >= 2**31:
+        raise ConfigError(f"--model {spec!r}: a layer of {largest:,} parameters is more than "
+                          "one array can index (2**31); use smaller layers")
+    count = sum(math.prod(leaf.shape) for leaf in shapes)
+    # the fixed start, a worker's parameters and its gradient, in float32
+    _validate.check_memory(3 * 4 * count, f"--model {spec!r} ({count:,} parameters)")
 
 
 def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
@@ -60,6 +73,7 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
     data = load_dataset(dataset, validation=validation, seed=seed, examples=examples)
     spec = DEFAULT_MODELS[dataset] if model is None else model
     net = parse_model(spec, data.example_shape, data.classes)
+    _check_model_size(net, spec)
     if workers > data.y_train.size:
         raise ConfigError(f"workers: {workers} workers for {data.y_train.size} training "
                           f"examples of {data.name}; use fewer workers")

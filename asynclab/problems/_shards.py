@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _random
+from .. import _random, _validate
 from .._errors import ConfigError
 
 SHARDINGS = ("iid", "class", "dirichlet")
@@ -188,8 +188,7 @@ def batch_indices(index, lengths, key, worker, step, batch_size: int,
 
 def check_batch_size(shards: Shards, batch_size: int) -> int:
     """``batch_size`` as an int, or a ConfigError if it is < 1 or exceeds a shard."""
-    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-        raise ConfigError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    batch_size = _validate.count(batch_size, "batch_size")
     smallest = int(shards.lengths.min())
     if batch_size > smallest:
         raise ConfigError(f"batch_size ({batch_size}) exceeds the smallest shard "
