@@ -70,7 +70,8 @@ class Archive:
             self._zip.close()
             raise
         total = sum(_nbytes(shape, dtype) for shape, dtype in self.headers.values())
-        _validate.check_memory(2 * total, f"{field} {str(self.path)!r}")
+        _validate.check_memory(2 * total, f"{field} {str(self.path)!r}", what="its arrays",
+                               advice="read it on a machine with more memory")
 
     # ------------------------------------------------------------------ opening
     def _not_npz_reason(self) -> str:

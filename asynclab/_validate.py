@@ -255,14 +255,15 @@ def memory_estimate(events: int, *, traces: int = 1, seeds: int = 1, records: in
     return int(schedules + recordings)
 
 
-def check_memory(estimate: int, field: str, *, limit: int | None = None) -> None:
-    """Refuse a run whose estimated memory exceeds 80 % of the available memory."""
+def check_memory(estimate: int, field: str, *, limit: int | None = None,
+                 advice: str = "give a smaller budget, fewer seeds, or record less (a larger "
+                 "record_every, no trajectories)", what: str = "this run") -> None:
+    """Refuse work whose estimated memory exceeds 80 % of the available memory."""
     limit = int(0.8 * available_memory()) if limit is None else int(limit)
     if estimate > limit:
         raise ConfigError(
-            f"{field}: this run would need about {size(estimate)} of memory, more than "
-            f"the {size(limit)} available (80 % of free memory); give a smaller budget, "
-            "fewer seeds, or record less (a larger record_every, no trajectories)")
+            f"{field}: {what} would need about {size(estimate)} of memory, more than "
+            f"the {size(limit)} available (80 % of free memory); {advice}")
 
 
 def size(n: float) -> str:

@@ -26,13 +26,24 @@ def _value(text: str):
     return text
 
 
+#: η when --learning-rate is not given.
+LEARNING_RATE = 1e-3
+
+
+def _learning_rate(args) -> float:
+    return LEARNING_RATE if args.learning_rate is None else args.learning_rate
+
+
 def _params(pairs) -> dict:
     out = {}
     for pair in pairs or ():
         name, sep, value = pair.partition("=")
         if not sep or not name:
             raise ConfigError(f"--param takes NAME=VALUE, got {pair!r}")
-        out[name.strip().replace("-", "_")] = _value(value.strip())
+        name = name.strip().replace("-", "_")
+        if name in out:
+            raise ConfigError(f"--param {name} is given twice; give each parameter once")
+        out[name] = _value(value.strip())
     import inspect
 
     from .engine import run
@@ -245,7 +256,8 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    "count with --backend pmap/threads)")
     p.add_argument("--local-steps", type=_count(1), default=None,
                    help="λ, local steps per exchange (default: the rule's)")
-    p.add_argument("--learning-rate", type=_positive, default=1e-3, help="η")
+    p.add_argument("--learning-rate", type=_positive, default=None,
+                   help=f"η (default: {LEARNING_RATE})")
     p.add_argument("--noise", type=_finite, default=0.0,
                    help="σ², variance of the additive Gaussian gradient noise")
     p.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
@@ -342,7 +354,7 @@ def _check_run(args) -> None:
     if log is not None:
         refused += [(f, f"the distributions asynclab draws (the log's times replace them, "
                      f"so not with {log})") for f in _given(args, _TIMING)]
-    elif args.log_end != "stop":
+    if args.log_end != "stop" and not args.trace_log:
         refused += [("--log-end", "--trace-log")]
     if refused:
         flag, where = refused[0]
@@ -450,7 +462,7 @@ def _simulation_options(args) -> dict:
         args.commits = 1000
     return dict(
         workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,
-        seeds=_seeds(args), learning_rate=args.learning_rate, local_steps=args.local_steps,
+        seeds=_seeds(args), learning_rate=_learning_rate(args), local_steps=args.local_steps,
         noise=args.noise, init=args.init, trace_per_seed=args.trace_per_seed,
         record_every=args.record_every, progress=False if args.json else None,
         problem_options=_problem_options(args), start=_start(args.start),
@@ -569,7 +581,7 @@ def _run_on_devices(args) -> int:
         from .engine._run import with_start
 
         problem = with_start(problem, _start(args.start))
-    rule = build_rule(args.rule, learning_rate=args.learning_rate, local_steps=args.local_steps,
+    rule = build_rule(args.rule, learning_rate=_learning_rate(args), local_steps=args.local_steps,
                       workers=n, **_params(args.param))
     # a device runs one committing unit: a worker, or a group of the mixed rule
     group_size = rule.group_size
@@ -671,6 +683,9 @@ def _grid_option(pairs) -> dict:
         name = name.strip().replace("-", "_")
         if not sep or not name:
             raise ConfigError(f"--grid takes NAME=V1,V2,..., got {pair!r}")
+        if name in grid:
+            raise ConfigError(f"--grid {name} is given twice; list all its values in one "
+                              f"--grid {name}=V1,V2,...")
         try:
             grid[name] = [float(v) for v in values.split(",") if v.strip()]
         except ValueError:
@@ -689,12 +704,23 @@ def _sweep(args) -> int:
 
     if args.score in ("commits_to_target",) and args.target is None:
         raise ConfigError(f"--score {args.score} needs --target LOSS")
+    if args.score == "final_loss" and args.target is not None:
+        raise ConfigError("--target applies to --score commits_to_target or success_rate, "
+                          "not final_loss (the mean final loss)")
     _check_model(args)
     if args.save is not None:
         _validate.output_path(args.save, "--save", suffixes=(".npz",),
                               overwrite=args.overwrite, kind="result")
     problem = get_problem(args.problem, **_problem_options(args))
+    if args.score == "success_rate" and args.target is None and problem.success_radius is None:
+        raise ConfigError(f"--score success_rate on {args.problem} needs --target LOSS (a net "
+                          "has no success radius)")
     grid = _grid_option(args.grid)
+    if "learning_rate" in grid and args.learning_rate is not None:
+        raise ConfigError("--learning-rate and --grid learning_rate both set η; drop one")
+    both = sorted(set(grid) & set(_params(args.param)))
+    if both:
+        raise ConfigError(f"--param {both[0]} and --grid {both[0]} both set it; drop one")
     result = sweep(args.problem, args.rule, grid=grid, batch_size=args.batch_size,
                    **_simulation_options(args))
     if args.save:

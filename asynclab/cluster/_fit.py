@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from .. import _validate
 from .._errors import ConfigError
 from ._logs import StepLog, read_log
 from ._timing import Cluster, TimingModel, as_generator
@@ -37,6 +38,11 @@ _MIN_STEPS = 10  # fewer steps cannot support a two-parameter fit
 
 
 # ------------------------------------------------------------------- step streams
+
+
+#: Bytes one fitted worker costs (its entries in the model's tuples and a simulated
+#: worker's process and stream).
+_WORKER_BYTES = 4096
 
 
 class _Steps:
@@ -505,8 +511,9 @@ class FittedTimes(TimingModel):
           A :class:`FittedTimes` with ``workers`` workers; :attr:`origin` says which
           logged worker each came from. The straggler chain is shared as before.
         """
-        if not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or workers < 1:
-            raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
+        workers = _validate.count(workers, "workers")
+        _validate.check_memory(workers * _WORKER_BYTES, f"workers={workers}",
+                               what="this cluster", advice="use fewer workers")
         _check_choice("extend", extend, EXTENDS)
         n = self.workers
         if extend == "cycle":

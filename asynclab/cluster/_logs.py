@@ -146,7 +146,8 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
             header = next(csv.reader(f), [])
             header = [h.strip() for h in header]
             if header and "worker" in header and "iteration" not in header:
-                _validate.check_memory(2 * 8 * (text_bytes // 2 + 1), f"log {str(path)!r}")
+                _validate.check_memory(2 * 8 * (text_bytes // 2 + 1), f"log {str(path)!r}",
+                                      what="reading it", advice="split the log")
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore", UserWarning)  # no rows: said below
@@ -159,7 +160,8 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
     except (OSError, UnicodeDecodeError, csv.Error, EOFError, zlib.error) as error:
         raise ConfigError(f"{path}: cannot read it as a (gzip) CSV file: {error}") from None
     # text rows: about 60 bytes of Python objects per cell of a few characters
-    _validate.check_memory(16 * text_bytes, f"log {str(path)!r} (read as text rows)")
+    _validate.check_memory(16 * text_bytes, f"log {str(path)!r}", what="reading it as text",
+                           advice="split the log, or write its cells as plain numbers")
     try:
         with _open_text(path) as f:
             rows = list(csv.reader(f))

@@ -38,6 +38,7 @@ import numbers
 import numpy as np
 import simpy
 
+from .. import _validate
 from .._errors import ConfigError
 from ._timing import Cluster, as_generator
 from ._trace import RoundTrace, Trace
@@ -284,6 +285,21 @@ def _check_budget(name: str, count, horizon, local_steps) -> tuple[int | float, 
     return math.inf, float(horizon)
 
 
+#: Bytes a simulated worker holds beside its draws (a SimPy process, its stream).
+BYTES_PER_WORKER = 2048
+
+
+def _check_size(cluster, events, local_steps: int, field: str) -> None:
+    """Refuse, before any work, a simulation that cannot fit in memory: the schedule's
+    events, every worker's process and its block of drawn steps (``local_steps`` each)."""
+    workers = cluster.workers
+    blocks = min(events, _MAX_BLOCK)  # a horizon (events = inf) draws full blocks
+    estimate = workers * (BYTES_PER_WORKER + 8 * blocks * int(local_steps))
+    if math.isfinite(events):
+        estimate += events * _validate.BYTES_PER_EVENT
+    _validate.check_memory(int(estimate), field)
+
+
 def _check_cluster(cluster) -> None:
     if not isinstance(cluster, Cluster):
         raise ConfigError(f"cluster must be a Cluster, got {cluster!r}")
@@ -416,6 +432,7 @@ def simulate_async(
     """
     _check_cluster(cluster)
     limit, horizon = _check_budget("commits", commits, horizon, local_steps)
+    _check_size(cluster, limit, local_steps, "commits" if commits is not None else "horizon")
     streams = _streams(cluster, int(local_steps), rng)
     down = cluster.transfer_time
     env = simpy.Environment()
@@ -545,6 +562,7 @@ def simulate_sync(
     """
     _check_cluster(cluster)
     limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
+    _check_size(cluster, limit, local_steps, "rounds" if rounds is not None else "horizon")
     streams = _streams(cluster, int(local_steps), rng, grouped=False)
     down = cluster.transfer_time
     env = simpy.Environment()

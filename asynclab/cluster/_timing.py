@@ -110,6 +110,14 @@ class ComputeTime:
         object.__setattr__(
             self, "shape", _check_real("ComputeTime.shape", self.shape, positive=True)
         )
+        # where draws stay representable in float64: a gamma of shape k < 0.01 draws 0 s
+        # for ≥ 0.1 % of steps (1e-300 draws nothing else), a lognormal of σ > 30 too
+        if self.distribution == "gamma" and self.shape < 0.01:
+            raise ConfigError(f"ComputeTime.shape: a gamma of shape {self.shape!r} draws "
+                              "0-second steps (float64 underflow); use shape >= 0.01")
+        if self.distribution == "lognormal" and self.shape > 30:
+            raise ConfigError(f"ComputeTime.shape: a lognormal of sigma {self.shape!r} draws "
+                              "0-second and infinite steps (float64 limits); use shape <= 30")
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         """Draws compute times of local steps.

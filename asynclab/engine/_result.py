@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _archive
+from .. import _archive, _validate
 from .._errors import ConfigError
 from . import _metrics
 
@@ -146,6 +146,7 @@ class Result:
           a sweep).
         """
         values = self._series(metric)
+        target = _validate.number(target, "target", dtype=np.float32)
         if higher_is_better is None:
             higher_is_better = metric == "accuracy"
         found = _metrics.time_to_target(self._seed_record_time(), self.record_events, values,

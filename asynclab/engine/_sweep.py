@@ -288,6 +288,14 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
     """
     if score not in SCORES:
         raise ConfigError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
+    if not isinstance(result, Result) or result.grid is None:
+        raise ConfigError("scores: give the result of a sweep (asynclab.sweep); a plain run "
+                          "has no grid points to score (use result.final_loss)")
+    if target is not None:
+        target = _validate.number(target, "target", dtype=np.float32)
+        if score == "final_loss":
+            raise ConfigError("target: the score final_loss takes no target (it is the mean "
+                              "final loss); use commits_to_target or success_rate")
     final = np.where(result.diverged, np.inf, np.nan_to_num(result.final_loss, nan=np.inf))
     if score == "final_loss":
         return final.mean(axis=-1)

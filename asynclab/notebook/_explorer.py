@@ -26,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
+from .. import _validate
 from .._errors import ConfigError
 from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogeneous
 from ..engine import run
@@ -158,6 +159,11 @@ def worker_paths(result, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     Asynchronous rules record the committing worker's parameters at each commit;
     synchronous ones every worker's at each round.
     """
+    if result.worker_path is None:
+        raise ConfigError("worker_paths: this result recorded no worker paths; replay with "
+                          "record_paths=True (the default for problems of dimension <= 2)")
+    seed = _validate.count(seed, "seed (an index into result.seeds)", low=0,
+                           high=result.n_seeds - 1)
     path = result.worker_path[seed]
     if path.ndim == 3:  # synchronous: (rounds, n, d)
         rounds = np.arange(path.shape[0])

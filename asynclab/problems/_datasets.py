@@ -120,7 +120,8 @@ def load_dataset(name: str, *, validation: float = 0.2, seed: int = 0,
     if examples is not None:
         examples = _validate.count(examples, f"data set {name!r}: examples", low=2)
         # the generated events, their float64 copy and the split: ~ 8 copies of each feature
-        _validate.check_memory(examples * len(FEATURES) * 8 * 8, f"data set {name!r}: examples")
+        _validate.check_memory(examples * len(FEATURES) * 8 * 8, f"data set {name!r}: examples",
+                               what="this data set", advice="use fewer examples")
     seed = _validate.seed(seed, f"data set {name!r}: seed")
     x, y = _raw(name, None if examples is None else int(examples), int(seed))
     classes = int(y.max()) + 1

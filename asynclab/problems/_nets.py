@@ -42,7 +42,8 @@ def _check_model_size(net, spec) -> None:
                           "one array can index (2**31); use smaller layers")
     count = sum(math.prod(leaf.shape) for leaf in shapes)
     # the fixed start, a worker's parameters and its gradient, in float32
-    _validate.check_memory(3 * 4 * count, f"--model {spec!r} ({count:,} parameters)")
+    _validate.check_memory(3 * 4 * count, f"--model {spec!r} ({count:,} parameters)",
+                           what="this model", advice="use a smaller model")
 
 
 def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,

@@ -81,7 +81,14 @@ class Problem(NamedTuple):
         return self.minima[0]
 
     def success(self, params) -> np.ndarray:
-        """Whether ``params`` (``(..., dim)``) lie within ``success_radius`` of the minimum."""
+        """Whether ``params`` (``(..., dim)``) lie within ``success_radius`` of the minimum.
+
+        Raises:
+          ConfigError: the problem has no known minimum or no success radius (a net).
+        """
+        if self.minima is None or self.success_radius is None:
+            raise ConfigError(f"problem {self.name!r} has no known minimum and success "
+                              "radius, so no success test; give a target loss instead")
         params = np.asarray(params, np.float64)  # a diverged centre overflows float32
         return np.linalg.norm(params - self.global_minimum, axis=-1) < self.success_radius
 

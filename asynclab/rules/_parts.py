@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import _random
+from .. import _random, _validate
 from .._errors import ConfigError
 from .._oracle import as_oracle
 from ._base import (
@@ -90,9 +90,16 @@ def check_momentum(rule: str, name: str, value) -> float:
     if traced(value):
         return value
     value = _number(rule, name, value)
-    if not -1.0 < value < 1.0:
-        raise ConfigError(f"{rule}: {name} must lie in (-1, 1), got {value}")
+    if not -1.0 < float(np.float32(value)) < 1.0:
+        raise ConfigError(f"{rule}: {name} must lie in (-1, 1) in float32, the precision "
+                          f"the rules compute in, got {value!r}{_rounded(value)}")
     return value
+
+
+def _rounded(value: float) -> str:
+    """`` (float32: 1.0)`` where float32 changes the value, else nothing."""
+    as32 = float(np.float32(value))
+    return f" (float32: {as32!r})" if as32 != value else ""
 
 
 def check_fraction(rule: str, name: str, value) -> float:
@@ -100,21 +107,15 @@ def check_fraction(rule: str, name: str, value) -> float:
     if traced(value):
         return value
     value = _number(rule, name, value)
-    if not 0.0 < value < 1.0:
-        raise ConfigError(f"{rule}: {name} must lie in (0, 1), got {value}")
+    if not 0.0 < float(np.float32(value)) < 1.0:
+        raise ConfigError(f"{rule}: {name} must lie in (0, 1) in float32, the precision "
+                          f"the rules compute in, got {value!r}{_rounded(value)}")
     return value
 
 
 def check_count(rule: str, name: str, value, minimum: int = 1) -> int:
     """``value`` as an int >= minimum, or a ConfigError naming the rule and the parameter."""
-    try:
-        as_int = int(value)
-    except (TypeError, ValueError):
-        raise ConfigError(
-            f"{rule}: {name} must be an integer >= {minimum}, got {value!r}") from None
-    if isinstance(value, bool) or as_int != value or as_int < minimum:
-        raise ConfigError(f"{rule}: {name} must be an integer >= {minimum}, got {value!r}")
-    return as_int
+    return _validate.count(value, f"{rule}: {name}", low=minimum)
 
 
 def check_flag(rule: str, name: str, value) -> bool:
