@@ -150,6 +150,7 @@ def output_path(path, field: str, *, suffixes: Iterable[str] | None = None,
     path = Path(path).expanduser()
     if str(path) in ("", "."):
         raise ConfigError(f"{field} needs a file name, got {str(path)!r}")
+    check_name(path, field)
     if path.is_dir():
         raise ConfigError(f"{field} {str(path)!r} is a folder; give a file name")
     if suffixes is not None:
@@ -184,9 +185,22 @@ def distinct_outputs(paths: dict[str, object]) -> None:
         seen[resolved] = flag
 
 
+#: The longest file name (one path component, in bytes) common file systems take.
+NAME_MAX = 255
+
+
+def check_name(path: Path, field: str) -> None:
+    """Refuse a path component longer than file systems allow (before it is looked up)."""
+    for part in path.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise ConfigError(f"{field}: the name {part[:40]}… is {len(os.fsencode(part))} "
+                              f"bytes long; file systems take at most {NAME_MAX}")
+
+
 def writable_folder(folder, field: str, *, for_file: Path | None = None) -> Path:
     """Create ``folder`` if needed and check that files can be written into it."""
     folder = Path(folder).expanduser()
+    check_name(folder, field)
     what = f"{field} {str(for_file if for_file is not None else folder)!r}"
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{what}: {str(folder)!r} is a file, not a folder")
@@ -213,6 +227,7 @@ def plot_formats() -> tuple[str, ...]:
 def input_file(path, field: str) -> Path:
     """An existing, non-empty regular file, or a ConfigError naming the field."""
     path = Path(path).expanduser()
+    check_name(path, field)
     if not path.exists():
         raise ConfigError(f"{field}: no such file {str(path)!r}")
     if not path.is_file():

@@ -985,11 +985,13 @@ def main(argv=None) -> int:
     import warnings
 
     args = build_parser().parse_args(argv)
-    if args.func in (_run, _sweep, _demo, _figures):  # the commands that compile
-        from ._cache import enable_compile_cache
-
-        enable_compile_cache()
     try:
+        if args.func in (_run, _sweep, _demo, _figures):  # the commands that compile
+            from . import _environment
+            from ._cache import enable_compile_cache
+
+            _environment.check()
+            enable_compile_cache()
         with warnings.catch_warnings():
             # a diverging run overflows on purpose; it is reported as DIVERGED instead
             warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)

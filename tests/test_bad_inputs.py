@@ -195,6 +195,31 @@ CLI = [
     ("run --backend pmap --devices 1 --checkpoint /proc/c.npz", "--checkpoint", "/proc"),
     ("run --backend pmap --devices 1 --checkpoint {tmp}", "--checkpoint", "folder"),
     ("run --plot {tmp}/out.pgf", "--plot", ".pgf"),
+    ("run --save {tmp}/" + "a" * 300 + ".npz", "--save", "304 bytes", "255"),
+    ("run --trace-log {tmp}/" + "a" * 300 + ".csv", "log", "304 bytes"),
+    ("run --trace-log {tmp}/truncated.csv.gz", "truncated.csv.gz", "gzip"),
+    ("run --trace-log /dev/zero", "/dev/zero", "not a regular file"),
+    ("run --trace-log {tmp}/huge_worker_id.csv", "worker 1 has no steps"),
+    ("run --fit-log example --log-end wrap", "--log-end", "--trace-log"),
+    ("run --compute gamma --compute-shape 1e-300", "shape", "0.01"),
+    ("run --rule downpour --param server_momentum=0.99999999999", "server_momentum",
+     "float32: 1.0"),
+    ("run --param server_momentum=0.1 --param server_momentum=0.2", "server_momentum",
+     "twice"),
+    ("run --local-steps 1000000000 --commits 2", "commits", "memory"),
+    ("run --problem mnist --model mlp:4096-4096 --seeds 0:2000 --commits 10", "commits",
+     "memory"),
+    ("run --problem digits --model mlp:100000-100000", "model", "2**31"),
+    ("trace inspect example --commits 1000000000000", "commits", "memory"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --grid learning_rate=3e-3", "--grid learning_rate",
+     "twice"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --learning-rate 0.1", "--learning-rate", "--grid"),
+    ("sweep --grid server_momentum=0,0.5 --param server_momentum=0.1", "--param",
+     "--grid server_momentum"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --target 0.5", "--target", "final_loss"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --score success_rate --problem digits",
+     "success_rate", "--target"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --batch-size nan", "--batch-size"),
     # nothing is overwritten unless asked (--overwrite, --resume), and then only our own kind
     ("run --save {tmp}/result.npz", "--save", "already exists", "--overwrite"),
     ("run --save {tmp}/foreign.npz --overwrite", "--save", "not an asynclab result",
@@ -521,6 +546,9 @@ def _read_checkpoint(path):
 # (arguments, words the error names): what needs a fresh process (simulated devices)
 
 SUBPROCESS = [
+    # environment variables JAX reads once: one line naming the variable, not a crash
+    ("XLA_FLAGS=--bogus run --commits 4", "XLA_FLAGS", "--bogus"),
+    ("JAX_PLATFORMS=nosuchplatform run --commits 4", "JAX_PLATFORMS", "nosuchplatform"),
     ("run --backend pmap --devices 2 --simulate-devices --rule mixed --workers 2",
      "--workers 2", "groups of 2"),
     ("run --backend pmap --devices 2 --simulate-devices --commits 6 "
@@ -545,6 +573,10 @@ def files(tmp_path_factory) -> Path:
                                                "diverged_at")})
     np.savez(tmp / "badheader.npz", header=np.array("{not json"))
     (tmp / "notes.txt").write_text("a user's notes\n")
+    (tmp / "huge_worker_id.csv").write_text(
+        "worker,step,start,compute\n0,0,0.0,1.0\n1000000000000,0,0.0,1.0\n")
+    log = (Path(asynclab.__file__).parent / "data" / "threads_cluster.csv.gz").read_bytes()
+    (tmp / "truncated.csv.gz").write_bytes(log[: len(log) // 2])
     (tmp / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (tmp / "figures" / "data").mkdir(parents=True)
     (tmp / "figures" / "staleness.png").write_bytes(b"\x89PNG\r\n\x1a\n")
@@ -654,9 +686,15 @@ def test_api_refuses(row, files):
 
 
 def _cli_process(args: str, tmp: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``asynclab ARGS`` in a fresh process; leading ``NAME=VALUE`` words set its
+    environment."""
     argv = [a.replace("{tmp}", str(tmp)) for a in shlex.split(args)]
+    env = dict(os.environ)
+    while argv and "=" in argv[0] and argv[0].split("=")[0].isupper():
+        name, _, value = argv.pop(0).partition("=")
+        env[name] = value
     return subprocess.run([sys.executable, "-m", "asynclab.cli", *argv], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -181,6 +181,7 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
 
 def _log_file(path: Path) -> Path:
     """``path`` as an existing, non-empty regular file (not a device or a folder)."""
+    _validate.check_name(Path(path).expanduser(), "log")
     if not Path(path).expanduser().exists():
         raise ConfigError(f"no log file at {path}")
     return _validate.input_file(path, "log")
