@@ -837,21 +837,27 @@ def _log_path(value: str):
 
 
 def _log_cluster(args, workers: int | None = None):
-    """The cluster of ``--trace-log`` / ``--fit-log``, or None without them."""
+    """The cluster of ``--trace-log`` / ``--fit-log``, or None without them; its workers
+    form groups of the rule's group size (``mixed``: ``--param group_size``, else its
+    default)."""
+    import dataclasses
+
     from .cluster import Cluster, fit_log, from_log
+    from .engine._run import rule_group_size
 
     workers = workers if workers is not None else args.workers
+    group_size = rule_group_size(args.rule, _params(args.param))
     if args.trace_log:
         cluster = from_log(_log_path(args.trace_log), end=args.log_end)
         if workers is not None and workers != cluster.workers:
             raise ConfigError(f"--trace-log replays the log's {cluster.workers} workers, not "
                               f"{workers}; use --fit-log LOG --workers {workers} to simulate "
                               "another number of workers")
-        return cluster
+        return dataclasses.replace(cluster, group_size=group_size)
     if args.fit_log:
         fitted = fit_log(_log_path(args.fit_log), bootstrap=0)
         n = workers if workers is not None else fitted.workers
-        return Cluster(n, compute=fitted.resize(n))
+        return Cluster(n, compute=fitted.resize(n), group_size=group_size)
     return None
 
 

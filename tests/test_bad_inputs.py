@@ -523,7 +523,60 @@ API = [
      "far.npz", "position 999", "[0, 4]"),
     ("checkpoint newer format", lambda tmp: _read_checkpoint(tmp / "future_checkpoint.npz"),
      "checkpoint format 99"),
+    # numbers that crashed deep inside instead of being refused where they enter
+    ("data_problem batch_size=nan", lambda tmp: _data(batch_size=float("nan")), "batch_size"),
+    ("data_problem batch_size=inf", lambda tmp: _data(batch_size=float("inf")), "batch_size"),
+    ("data_problem examples=nan", lambda tmp: _data(examples=float("nan")), "examples"),
+    ("data_problem workers=-1", lambda tmp: _data(workers=-1), "workers"),
+    ("data_problem seed=nan", lambda tmp: _data(seed=float("nan")), "seed"),
+    ("data_problem collider examples=1e12", lambda tmp: asynclab.problems.data_problem(
+        "collider", examples=10**12), "examples", "memory"),
+    ("run commits=inf", lambda tmp: _run(commits=float("inf")), "commits", "inf"),
+    ("run problem_options=[1]", lambda tmp: _run(problem_options=[1]), "problem_options"),
+    ("sweep batch_size=nan", lambda tmp: asynclab.sweep(
+        "beale", "downpour", grid={"learning_rate": [1e-3]}, commits=4,
+        batch_size=float("nan")), "batch_size"),
+    ("make_rule server_momentum rounds to 1 in float32",
+     lambda tmp: _rule(server_momentum=0.99999999999), "server_momentum", "float32: 1.0"),
+    ("scores target=nan", lambda tmp: asynclab.engine.scores(
+        _sweep_result(), "commits_to_target", target=float("nan")), "target"),
+    ("scores of a plain run", lambda tmp: asynclab.engine.scores(_saved_result(tmp)),
+     "sweep"),
+    ("time_to_target nan", lambda tmp: _saved_result(tmp).time_to_target(
+        float("nan"), "loss"), "target"),
+    ("success test on a net", lambda tmp: asynclab.problems.get_problem(
+        "digits").success(np.zeros(3)), "digits", "success test"),
+    ("fit_log resize 1e9", lambda tmp: asynclab.cluster.fit_log(
+        asynclab.cluster.example_log_path()).resize(10**9), "workers", "memory"),
+    ("gamma shape 1e-300", lambda tmp: asynclab.ComputeTime("gamma", shape=1e-300), "0.01"),
+    # the notebooks' helpers: a start value outside its control is refused, not clamped
+    ("Explorer seeds=0", lambda tmp: _notebook().Explorer(seeds=0), "seeds"),
+    ("Explorer learning_rate=10", lambda tmp: _notebook().Explorer(learning_rate=10),
+     "learning_rate"),
+    ("Explorer learning_rate=nan", lambda tmp: _notebook().Explorer(
+        learning_rate=float("nan")), "learning_rate"),
+    ("Explorer workers=0", lambda tmp: _notebook().Explorer(workers=0), "workers"),
+    ("Explorer dpi=0", lambda tmp: _notebook().Explorer(dpi=0), "dpi"),
+    ("rule_controls unknown", lambda tmp: _notebook().rule_controls("nosuch"),
+     "unknown rule"),
+    ("staleness_data '4'", lambda tmp: _notebook().staleness_data("4"), "workers"),
+    ("worker_paths without paths", lambda tmp: _notebook().worker_paths(
+        _run("digits", "downpour", workers=2, commits=2)), "record_paths"),
 ]
+
+
+def _data(**options):
+    return asynclab.problems.data_problem("digits", **options)
+
+
+def _notebook():
+    import asynclab.notebook
+
+    return asynclab.notebook
+
+
+def _sweep_result():
+    return asynclab.sweep("beale", "downpour", grid={"learning_rate": [1e-3, 2e-3]}, commits=4)
 
 
 def _saved_result(tmp):
@@ -769,6 +822,20 @@ def test_mixed_rule_takes_the_clusters_group_size():
     assert result.config["hyperparameters"]["group_size"] == 4
     # four groups commit in turn: the staleness never exceeds a few rounds of them
     assert result.staleness.max() < 4 * 4
+
+
+@pytest.mark.parametrize("log", [["--trace-log", "example"],
+                                 ["--fit-log", "example", "--workers", "8"]])
+def test_mixed_rule_runs_on_a_log_cluster(log, capsys):
+    # the log's workers form groups of the rule's size: 4 logged workers, groups of 2
+    # (mixed's default), so 2 groups commit in turn; 8 fitted workers, groups of 4
+    size = "2" if log[0] == "--trace-log" else "4"
+    assert main(["run", *log, "--rule", "mixed", "--param", f"group_size={size}",
+                 "--commits", "12", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hyperparameters"]["group_size"] == int(size)
+    assert out["workers"] == (4 if log[0] == "--trace-log" else 8)
+    assert out["events"] == 12 and np.isfinite(out["final_loss"])
 
 
 def test_replay_takes_a_problem_by_name():

@@ -99,6 +99,8 @@ def rule_controls(rule: str) -> dict[str, widgets.Widget]:
     (η, λ, n): sliders for traced numbers, a drop-down for the inner optimizer,
     checkboxes, integer boxes and text for other static switches. Values start at the
     rule's declared defaults."""
+    if not isinstance(rule, str) or rule not in RULES:
+        raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
     info = RULES[rule]
     controls = {}
     for h in info.hyperparameters:
@@ -199,9 +201,15 @@ class Explorer:
             raise ConfigError(f"problem must be one of {', '.join(SURFACES)}, got {problem!r}")
         if rule not in RULES:
             raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
-        if isinstance(noise, bool) or not isinstance(noise, int | float) or not (
-                0 <= noise <= NOISE_MAX):
-            raise ConfigError(f"noise must be a number in [0, {NOISE_MAX:g}], got {noise!r}")
+        # every start value within its control's range (a slider would clamp it silently)
+        noise = _validate.number(noise, "noise", low=0, high=NOISE_MAX)
+        workers = _validate.count(workers, "workers", high=32)
+        learning_rate = _validate.number(learning_rate, "learning_rate", low=1e-4, high=1.0)
+        commits = _validate.count(commits, "commits", low=100, high=5000)
+        seeds = _validate.count(seeds, "seeds", high=32)
+        straggler_delay = _validate.number(straggler_delay, "straggler_delay", low=0,
+                                           high=500)
+        dpi = _validate.count(dpi, "dpi", low=10, high=600)
         self.dpi = dpi
         self.result = None
         self.error: Exception | None = None

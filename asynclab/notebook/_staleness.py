@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .. import _validate
 from .._errors import ConfigError
 from ..cluster import Cluster, ComputeTime, simulate_async
 from ..studies import implicit_momentum, staleness
@@ -21,6 +22,8 @@ def staleness_data(workers: int, compute: ComputeTime | str = "exponential", *,
       commits: commits simulated; the first n (warm-up) are left out of the histogram.
       seed: seeds the cluster's schedule.
     """
+    workers = _validate.count(workers, "workers")
+    seed = _validate.seed(seed)
     if not isinstance(compute, ComputeTime):
         compute = ComputeTime(compute)
     if isinstance(commits, bool) or not isinstance(commits, int) or commits <= workers:
