@@ -540,8 +540,9 @@ API = [
      lambda tmp: _rule(server_momentum=0.99999999999), "server_momentum", "float32: 1.0"),
     ("scores target=nan", lambda tmp: asynclab.engine.scores(
         _sweep_result(), "commits_to_target", target=float("nan")), "target"),
-    ("scores of a plain run", lambda tmp: asynclab.engine.scores(_saved_result(tmp)),
-     "sweep"),
+    ("scores of no result", lambda tmp: asynclab.engine.scores([1.0]), "Result"),
+    ("best_point of a plain run", lambda tmp: asynclab.engine.best_point(
+        _saved_result(tmp), np.zeros(()), "final_loss"), "sweep"),
     ("time_to_target nan", lambda tmp: _saved_result(tmp).time_to_target(
         float("nan"), "loss"), "target"),
     ("success test on a net", lambda tmp: asynclab.problems.get_problem(
@@ -753,16 +754,26 @@ def _cli_process(args: str, tmp: Path, timeout: float = 240) -> subprocess.Compl
 @pytest.fixture(scope="module")
 def processes(files):
     """Every subprocess row, run two at a time."""
+    before = _snapshot(files)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {row[0]: pool.submit(_cli_process, row[0], files) for row in SUBPROCESS}
-        return {args: future.result() for args, future in futures.items()}
+        futures = {row[0]: pool.submit(_timed_process, row[0], files) for row in SUBPROCESS}
+        done = {args: future.result() for args, future in futures.items()}
+    assert _snapshot(files) == before, "a refused command changed a file"
+    return done
+
+
+def _timed_process(args: str, tmp: Path):
+    start = time.perf_counter()
+    return _cli_process(args, tmp), time.perf_counter() - start
 
 
 @pytest.mark.parametrize("row", SUBPROCESS, ids=[row[0] for row in SUBPROCESS])
 def test_cli_refuses_in_a_fresh_process(row, processes):
     args, *words = row
-    proc = processes[args]
+    proc, seconds = processes[args]
+    assert seconds < REFUSE_SECONDS + 10, seconds  # with a fresh process's start
     assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1, proc.stderr[-2000:]
     assert proc.stderr.startswith("asynclab: error:"), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     for word in words:

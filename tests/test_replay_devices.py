@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from children import run, start
 
+# the module's child process runs once: every test of the file on one xdist worker
+pytestmark = pytest.mark.xdist_group("replay_devices")
+
 SCRIPTS = Path(__file__).parent / "backend_scripts"
 SCRIPT = SCRIPTS / "replay_devices.py"
 

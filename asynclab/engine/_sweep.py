@@ -288,9 +288,9 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
     """
     if score not in SCORES:
         raise ConfigError(f"unknown score {score!r}; choose one of {', '.join(SCORES)}")
-    if not isinstance(result, Result) or result.grid is None:
-        raise ConfigError("scores: give the result of a sweep (asynclab.sweep); a plain run "
-                          "has no grid points to score (use result.final_loss)")
+    if not isinstance(result, Result):
+        raise ConfigError(f"scores: give a Result (of a sweep, or of a run: one point), got "
+                          f"{type(result).__name__}")
     if target is not None:
         target = _validate.number(target, "target", dtype=np.float32)
         if score == "final_loss":
@@ -314,6 +314,13 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
 
 def best_point(result: Result, values: np.ndarray, score: str) -> dict:
     """The grid point with the best score: ``{name: value, ..., "score": s}``."""
+    if not isinstance(result, Result) or result.grid is None:
+        raise ConfigError("best_point: give the result of a sweep (asynclab.sweep); a plain "
+                          "run has no grid points")
+    values = np.asarray(values)
+    if values.shape != result.grid_shape:
+        raise ConfigError(f"best_point: values of shape {values.shape} for a grid of shape "
+                          f"{result.grid_shape}; give scores(result, ...)")
     higher = score == "success_rate"
     flat = np.where(np.isnan(values), -np.inf if higher else np.inf, values).ravel()
     index = int(np.argmax(flat) if higher else np.argmin(flat))
