@@ -210,6 +210,8 @@ CLI = [
     ("run --problem mnist --model mlp:4096-4096 --seeds 0:2000 --commits 10", "commits",
      "memory"),
     ("run --problem digits --model mlp:100000-100000", "model", "2**31"),
+    ("run --problem quadratic --dim 10000000000", "dim", "memory"),
+    ("run --workers 1000000000", "commits", "memory"),
     ("trace inspect example --commits 1000000000000", "commits", "memory"),
     ("sweep --grid learning_rate=1e-3,2e-3 --grid learning_rate=3e-3", "--grid learning_rate",
      "twice"),
@@ -847,6 +849,15 @@ def test_mixed_rule_runs_on_a_log_cluster(log, capsys):
     assert out["hyperparameters"]["group_size"] == int(size)
     assert out["workers"] == (4 if log[0] == "--trace-log" else 8)
     assert out["events"] == 12 and np.isfinite(out["final_loss"])
+
+
+def test_a_record_block_longer_than_the_run_records_its_start_and_end():
+    # 1e12 events per record on a 5-event run: no 1e12-long padding, the same records
+    # as one block of exactly the run
+    long = asynclab.run(commits=5, record_every=10**12)
+    exact = asynclab.run(commits=5, record_every=5)
+    np.testing.assert_array_equal(long.record_events, [0, 5])
+    np.testing.assert_array_equal(long.loss, exact.loss)
 
 
 def test_replay_takes_a_problem_by_name():

@@ -496,9 +496,8 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _
     n_events = time.shape[1]
     if record_every is None:
         record_every = default_record_every(rule, problem, n_events, n_workers)
-    if int(record_every) != record_every or record_every < 1:
-        raise ConfigError(f"record_every must be an integer >= 1, got {record_every!r}")
-    record_every = int(record_every)
+    # a block longer than the run is the run: records at the start and the end
+    record_every = min(_validate.count(record_every, "record_every"), max(n_events, 1))
     if record_paths is None:
         record_paths = problem.flat and problem.dim <= 2
     if record_paths and not problem.flat:

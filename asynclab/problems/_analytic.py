@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import ConfigError
+from .. import _validate
 from ._problem import Problem, analytic
 
 
@@ -75,11 +75,11 @@ def quadratic(dim: int = 10, condition: float = 10.0) -> Problem:
     Written in its eigenbasis (diagonal Hessian), so its gradient costs O(dim) and
     closed-form theory applies coordinate by coordinate. Minimum at 0; start at 1.
     """
-    if int(dim) != dim or dim < 1:
-        raise ConfigError(f"quadratic: dim must be a positive integer, got {dim}")
-    if not np.isfinite(condition) or condition < 1:
-        raise ConfigError(f"quadratic: condition must be >= 1, got {condition}")
-    dim = int(dim)
+    dim = _validate.count(dim, "quadratic: dim")
+    # its curvatures, start and minimum, and a run's centre and gradient (float32/64)
+    _validate.check_memory(40 * dim, f"quadratic: dim={dim}", what="this problem",
+                           advice="use a smaller dim")
+    condition = _validate.number(condition, "quadratic: condition", low=1)
     h = jnp.asarray(np.geomspace(1.0, condition, dim), jnp.float32)
 
     def f(p):
