@@ -141,6 +141,29 @@ class Archive:
         except ValueError:
             raise self.error(f"member {name!r} is not JSON") from None
 
+    def kind(self) -> str | None:
+        """The kind of asynclab file this is (stored, or told by a member only that kind
+        has), or None for another program's arrays."""
+        if FORMAT_MEMBER in self:
+            return self.text(FORMAT_MEMBER).split(" ")[0]
+        return next((kind for kind, mark in _LEGACY_MARK.items() if mark in self), None)
+
+    def require(self, kind: str, newest: int) -> int:
+        """Check that this is a file of ``kind`` of a format up to ``newest``; returns
+        its version.
+
+        Raises:
+          ConfigError: saying what the file is instead (and what reads it), or that a
+            newer asynclab wrote it.
+        """
+        found = self.kind()
+        if found != kind:
+            other = (_READ_WITH.get(found) or
+                     f"an .npz of other arrays ({', '.join(sorted(self)[:6]) or 'none'})")
+            raise ConfigError(f"{self.field}: {str(self.path)!r} is not {self.what}: it is "
+                              f"{other}")
+        return self.version(kind, newest)
+
     def version(self, kind: str, newest: int) -> int:
         """The file's format version for a file of ``kind`` (1 where none is stored).
 
@@ -174,6 +197,13 @@ class Archive:
 #: The member that marks each kind of file written before format versions were stored.
 _LEGACY_MARK = {"result": "config_json", "study": "__meta__", "checkpoint": "header"}
 
+#: What each kind of file is, and what reads it, for messages.
+_READ_WITH = {
+    "result": "a saved result (read it with asynclab.Result.load)",
+    "study": "a study's data (read it with asynclab.studies.load)",
+    "checkpoint": "a checkpoint of a run on devices (give it to --resume / run_pmap)",
+}
+
 
 def check_kind(path, kind: str, field: str) -> None:
     """Refuse to replace ``path`` unless it is an asynclab file of ``kind``.
@@ -185,10 +215,7 @@ def check_kind(path, kind: str, field: str) -> None:
     what = f"an asynclab {kind} file"
     try:
         with Archive(path, field, what) as archive:
-            if FORMAT_MEMBER in archive:
-                archive.version(kind, 2**31)
-            elif _LEGACY_MARK[kind] not in archive:
-                raise archive.error("another program's arrays")
+            archive.require(kind, 2**31)
     except ConfigError as error:
         raise ConfigError(f"{error}; --overwrite replaces only {what}, so nothing was "
                           "written: choose another name") from None

@@ -127,12 +127,7 @@ def read(path: Path, print_: dict) -> Saved:
     """
     what = "an asynclab checkpoint (written by a run on devices with --checkpoint)"
     with _archive.Archive(path, "checkpoint", what) as archive:
-        if "header" not in archive:
-            kind = ("a saved result (read it with asynclab.Result.load)"
-                    if "config_json" in archive else
-                    f"an .npz of other arrays ({', '.join(sorted(archive)[:6]) or 'none'})")
-            raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: it is {kind}")
-        archive.version("checkpoint", FORMAT)
+        archive.require("checkpoint", FORMAT)
         try:
             header = json.loads(archive.text("header"))
             names = [f"state_{i}" for i in range(header["leaves"])]

@@ -252,12 +252,7 @@ class Result:
         """
         what = "an asynclab result (an .npz written by Result.save)"
         with _archive.Archive(path, "Result.load", what) as archive:
-            if "config_json" not in archive:
-                kind = ("a checkpoint of a run on devices (give it to --resume / run_pmap)"
-                        if "header" in archive else
-                        f"an .npz of other arrays ({', '.join(sorted(archive)[:6]) or 'none'})")
-                raise ConfigError(f"Result.load: {str(path)!r} is not {what}: it is {kind}")
-            archive.version("result", FORMAT)
+            archive.require("result", FORMAT)
             missing = [name for name in _REQUIRED if name not in archive
                        and not any(m.startswith(name + "/") for m in archive)]
             try:

@@ -49,7 +49,7 @@ def load(path: str | Path) -> tuple[dict, dict]:
     """
     what = "a study's data (an .npz written by a figure or a study)"
     with _archive.Archive(path, "study data", what) as archive:
-        archive.version("study", FORMAT)
+        archive.require("study", FORMAT)
         if "__meta__" not in archive:
             raise archive.error("it has no __meta__ member")
         meta = archive.json("__meta__")
