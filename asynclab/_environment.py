@@ -34,7 +34,9 @@ def check() -> None:
     unknown = [token for token in flags.split() if token.split("=")[0] not in KNOWN_XLA_FLAGS]
     if unknown:
         _try_in_a_child(flags, unknown)
-    if platforms:
+    if platforms and set(platforms.lower().split(",")) - {"cpu", ""}:
+        # cpu always starts, and starting it here would fix its device count before
+        # --simulate-devices can set it; any other platform is tried now
         _try_platforms(platforms)
     _checked.add((flags, platforms))
 
