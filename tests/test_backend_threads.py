@@ -17,7 +17,8 @@ from asynclab.rules import downpour, model_averaging
 SCRIPT = Path(__file__).parent / "backend_scripts" / "threads_check.py"
 
 
-@pytest.mark.parametrize("devices", [2, 4])
+# 4 devices in the quick tier; 2 (the same check, fewer threads) in the slow one
+@pytest.mark.parametrize("devices", [pytest.param(2, marks=pytest.mark.slow), 4])
 def test_replaying_the_real_trace_reproduces_the_run(devices):
     proc = children.run(SCRIPT, devices, devices=devices)
     assert proc.returncode == 0, proc.stderr[-3000:]
