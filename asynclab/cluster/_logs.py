@@ -207,13 +207,30 @@ def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
             f"{path}: reading Parquet needs pyarrow: pip install 'asynclab[parquet]' "
             "(or convert the log to CSV)"
         ) from None
+    import pyarrow as pa
+
+    path = _log_file(path)
+    try:
+        meta = pq.ParquetFile(path).metadata
+        rows, columns = meta.num_rows, meta.num_columns
+    except Exception as error:  # noqa: BLE001 - pyarrow raises many kinds
+        raise ConfigError(f"{path}: cannot read it as Parquet: {error}") from None
+    _validate.check_memory(2 * 8 * rows * columns, f"log {str(path)!r}", what="reading it",
+                           advice="split the log")
     try:
         table = pq.read_table(path)
-    except FileNotFoundError:
-        raise ConfigError(f"no log file at {path}") from None
     except Exception as error:  # noqa: BLE001 - pyarrow raises many kinds
         raise ConfigError(f"{path}: cannot read it as Parquet: {error}") from None
     header = [str(name).strip() for name in table.column_names]
+    numeric = all(pa.types.is_integer(c.type) or pa.types.is_floating(c.type)
+                  or pa.types.is_boolean(c.type) for c in table.columns)
+    if numeric and "worker" in header and "iteration" not in header and all(
+            c.null_count == 0 for c in table.columns):  # a long log of numbers: as numpy
+        body = np.column_stack([c.to_numpy().astype(np.float64) for c in table.columns])
+        return header, body.reshape(-1, len(header))
+    # text rows (for messages by line and column): about 60 bytes per cell as objects
+    _validate.check_memory(64 * rows * columns, f"log {str(path)!r}", what="reading it",
+                           advice="split the log, or store its cells as plain numbers")
     columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
     body = [["" if v is None else str(v) for v in row] for row in zip(*columns, strict=True)]
     return header, body
