@@ -4,19 +4,40 @@ A SimPy simulator decides *when* workers exchange with the parameter server (a t
 a vectorised JAX engine replays the trace with an update rule, for many seeds at once.
 """
 
-from . import cluster as cluster
-from . import engine as engine
-from . import problems as problems
-from . import rules as rules
+import importlib
+
 from ._errors import ConfigError as ConfigError
-from .cluster import Cluster as Cluster
-from .cluster import ComputeTime as ComputeTime
-from .cluster import Link as Link
-from .cluster import Straggler as Straggler
-from .engine import Result as Result
-from .engine import replay as replay
-from .engine import run as run
-from .engine import sweep as sweep
+
+# The package's names are imported when first used, so that `import asynclab` (and
+# `asynclab --help`) do not pay for JAX, SimPy and the registries until they are needed.
+_NAMES = {
+    "Cluster": "cluster",
+    "ComputeTime": "cluster",
+    "Link": "cluster",
+    "Straggler": "cluster",
+    "Result": "engine",
+    "replay": "engine",
+    "run": "engine",
+    "sweep": "engine",
+}
+_SUBPACKAGES = ("cluster", "engine", "problems", "rules", "backends", "studies", "plot",
+                "figures", "notebook", "cli")
+
+
+def __getattr__(name: str):
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'asynclab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_NAMES, *_SUBPACKAGES})
+
 
 __version__ = "0.1.0"
 

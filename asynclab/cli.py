@@ -238,9 +238,7 @@ def _problems_with(option: str) -> list[str]:
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Problem, rule, cluster, budget, seeds and start: what `run` and `sweep` share."""
-    from .cluster import DISTRIBUTIONS
-    from .engine import INITS
-    from .problems import PROBLEMS
+    from ._names import DISTRIBUTIONS, INITS, PROBLEMS
 
     p.add_argument("--problem", default="beale",
                    help=f"problem: {', '.join(PROBLEMS)}")
@@ -809,9 +807,9 @@ def _figures(args) -> int:
 
 
 def _figure_names() -> str:
-    from .figures import available
+    from ._names import FIGURES
 
-    return ", ".join(available())
+    return ", ".join(FIGURES)
 
 
 # ---------------------------------------------------------------- step-time logs

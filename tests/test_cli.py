@@ -158,3 +158,27 @@ def test_sweep_json_is_strict_where_no_point_reaches_the_target(capsys):
                  "--target", "1e-9", "--json"]) == 0
     out = strict_loads(capsys.readouterr().out)
     assert [p["score"] for p in out["points"]] == [None, None]
+
+
+def test_the_names_in_the_help_are_the_registries():
+    from asynclab import _names, cluster, engine, figures, problems
+
+    assert _names.PROBLEMS == tuple(problems.PROBLEMS)
+    assert _names.DISTRIBUTIONS == tuple(cluster.DISTRIBUTIONS)
+    assert _names.INITS == tuple(engine.INITS)
+    assert _names.FIGURES == tuple(figures.FIGURES)
+
+
+def test_the_help_imports_no_simulator_optimizer_or_drawing():
+    # `asynclab --help` builds every parser: it must not import SimPy, optax, SciPy,
+    # matplotlib or the figures (each costs a large part of a second at start-up)
+    import subprocess
+    import sys
+
+    code = ("import sys, asynclab.cli as c; c.build_parser().format_help(); "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'simpy', 'optax', 'scipy', 'matplotlib'}), "
+            "sorted(m for m in sys.modules if m.startswith('asynclab.figures')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[] []", out

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from .. import _validate
 from .._errors import ConfigError
@@ -231,6 +230,8 @@ class DistributionFit(NamedTuple):
 
 
 def _frozen(family: str, p: dict):
+    from scipy import stats  # imported when needed: it costs ~0.7 s at start-up
+
     if family == "gamma":
         return stats.gamma(p["shape"], scale=p["scale"])
     if family == "lognormal":
@@ -239,6 +240,8 @@ def _frozen(family: str, p: dict):
 
 
 def _mle(family: str, x: np.ndarray) -> dict:
+    from scipy import stats
+
     if family == "gamma":
         shape, _, scale = stats.gamma.fit(x, floc=0)
         return {"shape": float(shape), "scale": float(scale)}

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import _names
 from .._errors import ConfigError
 
-DISTRIBUTIONS: tuple[str, ...] = ("constant", "exponential", "lognormal", "gamma")
+DISTRIBUTIONS: tuple[str, ...] = _names.DISTRIBUTIONS
 """The compute-time distributions :class:`ComputeTime` knows, by name."""
 
 

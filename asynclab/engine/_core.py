@@ -18,14 +18,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _random, _validate
+from .. import _names, _random, _validate
 from .._errors import ConfigError
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem
 from ..rules import Rule
 
 #: How a run's starting point is chosen.
-INITS = ("start", "random", "random_per_worker")
+INITS = _names.INITS
 
 
 # ----------------------------------------------------------------------------- pytrees
