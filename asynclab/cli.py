@@ -26,12 +26,9 @@ def _value(text: str):
     return text
 
 
-#: η when --learning-rate is not given.
-LEARNING_RATE = 1e-3
-
-
-def _learning_rate(args) -> float:
-    return LEARNING_RATE if args.learning_rate is None else args.learning_rate
+def _learning_rate(args, problem) -> float:
+    """--learning-rate, else the problem's default."""
+    return problem.learning_rate if args.learning_rate is None else args.learning_rate
 
 
 def _params(pairs) -> dict:
@@ -140,6 +137,9 @@ def _print_summary(result, problem, out=None) -> None:
     cfg = result.config
     hp = ", ".join(f"{k}={v}" for k, v in (s["hyperparameters"] or {}).items())
     print(f"{s['rule']} on {s['problem']} with {s['workers']} worker(s) ({hp})", file=out)
+    if "learning_rate" in cfg.get("defaults_used", ()):
+        print(f"  η = {cfg['hyperparameters']['learning_rate']:g}: the default for {s['problem']} "
+              "(--learning-rate sets another)", file=out)
     budget = "rounds" if cfg.get("synchronous") else "commits"
     print(f"  {s['events']} {budget}, noise σ² = {cfg.get('noise')}, "
           f"{result.n_seeds} seed(s)", file=out)
@@ -227,6 +227,15 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"asynclab: error: {message}\n(see `{self.prog} --help`)\n")
 
 
+def _default_rates() -> str:
+    from ._names import LEARNING_RATES
+
+    rates: dict[float, list[str]] = {}
+    for name, rate in LEARNING_RATES.items():
+        rates.setdefault(rate, []).append(name)
+    return "; ".join(f"{rate:g} for {', '.join(names)}" for rate, names in rates.items())
+
+
 def _problems_with(option: str) -> list[str]:
     import inspect
 
@@ -255,7 +264,7 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--local-steps", type=_count(1), default=None,
                    help="λ, local steps per exchange (default: the rule's)")
     p.add_argument("--learning-rate", type=_positive, default=None,
-                   help=f"η (default: {LEARNING_RATE})")
+                   help=f"η (default: the problem's own: {_default_rates()})")
     p.add_argument("--noise", type=_finite, default=0.0,
                    help="σ², variance of the additive Gaussian gradient noise")
     p.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
@@ -460,7 +469,7 @@ def _simulation_options(args) -> dict:
         args.commits = 1000
     return dict(
         workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,
-        seeds=_seeds(args), learning_rate=_learning_rate(args), local_steps=args.local_steps,
+        seeds=_seeds(args), learning_rate=args.learning_rate, local_steps=args.local_steps,
         noise=args.noise, init=args.init, trace_per_seed=args.trace_per_seed,
         record_every=args.record_every, progress=False if args.json else None,
         problem_options=_problem_options(args), start=_start(args.start),
@@ -579,8 +588,8 @@ def _run_on_devices(args) -> int:
         from .engine._run import with_start
 
         problem = with_start(problem, _start(args.start))
-    rule = build_rule(args.rule, learning_rate=_learning_rate(args), local_steps=args.local_steps,
-                      workers=n, **_params(args.param))
+    rule = build_rule(args.rule, learning_rate=_learning_rate(args, problem),
+                      local_steps=args.local_steps, workers=n, **_params(args.param))
     # a device runs one committing unit: a worker, or a group of the mixed rule
     group_size = rule.group_size
     workers = n * group_size

@@ -24,7 +24,7 @@ from ._replay import check_options, replay, replay_devices
 from ._result import Result
 
 
-def build_rule(rule: str | Rule, *, learning_rate: float = 1e-3, local_steps: int | None = None,
+def build_rule(rule: str | Rule, *, learning_rate: float, local_steps: int | None = None,
                workers: int | None = None, **hyperparameters) -> Rule:
     """A rule by name with the run-level settings (η, λ, n for rules that need n).
 
@@ -191,7 +191,7 @@ def run(
     commits: int | None = None,
     horizon: float | None = None,
     seeds: int | Sequence[int] = 0,
-    learning_rate: float = 1e-3,
+    learning_rate: float | None = None,
     local_steps: int | None = None,
     noise: float = 0.0,
     init: str = "start",
@@ -215,7 +215,8 @@ def run(
       commits: budget in commits (asynchronous) or rounds (synchronous)...
       horizon: ...or in simulated seconds. Give exactly one.
       seeds: an int or a list; each seed draws its own gradient noise and random start.
-      learning_rate: η, the workers' learning rate.
+      learning_rate: η, the workers' learning rate (default: the problem's,
+        ``problem.learning_rate``: 1e-3 for the surfaces, tuned values for the nets).
       local_steps: λ, local steps between two exchanges (default: the rule's own).
       noise: σ², the variance of the additive Gaussian gradient noise.
       init: "start", "random" or "random_per_worker" (synchronous rules).
@@ -272,6 +273,9 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
     problem = get_problem(problem, **problem_options)
     if start is not None:
         problem = with_start(problem, start)
+    defaulted = learning_rate is None and isinstance(rule, str)
+    if learning_rate is None:
+        learning_rate = problem.learning_rate
     rule = _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster)
     if rule.name == "sequential_sgd" and cluster.workers != 1:
         raise ConfigError(f"sequential_sgd runs one worker, got workers={cluster.workers}")
@@ -301,5 +305,6 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
         horizon=horizon,
         start=None if start is None else [float(v) for v in start],
         trace_per_seed=bool(trace_per_seed),
+        defaults_used=["learning_rate"] if defaulted else [],
     )
     return problem, rule, traces, seed_list, config

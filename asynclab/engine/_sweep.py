@@ -91,7 +91,7 @@ def sweep(
     commits: int | None = None,
     horizon: float | None = None,
     seeds: int | Sequence[int] = 0,
-    learning_rate: float = 1e-3,
+    learning_rate: float | None = None,
     local_steps: int | None = None,
     noise: float = 0.0,
     init: str = "start",

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate
+from .. import _names, _validate
 from .._errors import ConfigError
 from .._oracle import Oracle, _noise
 from ._datasets import DATASETS, load_dataset
@@ -150,6 +150,7 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
               "parameters": parameter_count(start),
               # examples one record evaluates: the training-loss subset, the validation set
               "record_examples": int(y_loss.size + y_valid.size)},
+        defaults={"learning_rate": _names.LEARNING_RATES[dataset], "batch_size": batch_size},
     )
 
 

@@ -9,10 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _names
 from .._errors import ConfigError
 from .._oracle import Oracle, additive_noise
 
 Array = jax.Array
+
+
+#: η for problems that declare none (the analytic surfaces, tuned on Beale).
+LEARNING_RATE = _names.LEARNING_RATES["beale"]
 
 
 class Problem(NamedTuple):
@@ -47,6 +52,9 @@ class Problem(NamedTuple):
       evaluate: ``evaluate(params) -> {name: scalar}``, what a run records beside the
         loss (a net's validation loss and accuracy); None for the surfaces.
       info: free-form facts for reports (data set, model, sharding, batch size).
+      defaults: the settings the problem was tuned for (``learning_rate``; a data
+        problem's ``batch_size``), used where a run does not give them; see
+        :attr:`learning_rate`.
     """
 
     name: str
@@ -63,6 +71,13 @@ class Problem(NamedTuple):
     oracle: Callable[[float], Oracle] | None = None
     evaluate: Callable[[Any], dict] | None = None
     info: dict | None = None
+    defaults: dict | None = None
+
+    @property
+    def learning_rate(self) -> float:
+        """η for a run that gives none: the problem's tuned value, else
+        :data:`LEARNING_RATE`."""
+        return float((self.defaults or {}).get("learning_rate", LEARNING_RATE))
 
     @property
     def is_surface(self) -> bool:
