@@ -949,7 +949,9 @@ def test_run_help_shows_defaults_and_lists_problems(capsys):
     text = _help(["run"], capsys)
     for name in asynclab.problems.PROBLEMS:
         assert name in text
-    for default in ("(default: beale)", "(default: downpour)", "(default: 0.001)",
+    flat = " ".join(text.split())  # the help wraps its lines
+    assert "0.001 for beale" in flat and "0.03 for digits, mnist, collider" in flat
+    for default in ("(default: beale)", "(default: downpour)",
                     "(default: 0.0)", "(default: 1000)", "(default: 0)", "(default: sim)",
                     "(default: start)", "(default: exponential)"):
         assert default in text, default

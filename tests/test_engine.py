@@ -309,3 +309,13 @@ def test_record_exchanges_ends_where_the_replay_ends_and_marks_divergence():
     for s, at in enumerate(record.diverged_at):
         assert at >= 0, "η = 0.5 diverges on Beale"
         assert np.all(record.scale[s, :at] == 1.0) and np.all(np.isnan(record.scale[s, at:]))
+
+
+def test_a_result_prints_as_one_line_without_its_arrays():
+    result = asynclab.run("beale", "downpour", workers=3, commits=40, seeds=range(4))
+    text = repr(result)
+    assert "\n" not in text and "array" not in text and len(text) < 200, text
+    assert "downpour on beale" in text and "n=3" in text and "4 seed(s)" in text
+    assert "40 commits" in text and "diverged 0/4" in text
+    median = float(np.median(result.final_loss))
+    assert f"final loss median {median:.4g}" in text

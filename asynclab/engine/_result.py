@@ -18,7 +18,7 @@ _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "fin
 _REQUIRED = _ARRAYS[:8]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class Result:
     """The record of one replay over S seeds (T events, R loss records), or of a sweep:
     then every per-seed array has the grid's axes in front, ``loss`` has shape
@@ -62,6 +62,22 @@ class Result:
     center_path: np.ndarray | None = None
     worker_path: np.ndarray | None = None
     metrics: dict[str, np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        """One line: what ran, how long, and how it ended (arrays are not printed)."""
+        cfg = self.config
+        grid = "" if self.grid is None else " grid " + "x".join(map(str, self.grid_shape)) + ","
+        budget = "rounds" if cfg.get("synchronous") else "commits"
+        parts = [f"{cfg.get('rule', '?')} on {cfg.get('problem', '?')}, "
+                 f"n={cfg.get('workers', '?')},{grid} {self.n_seeds} seed(s), "
+                 f"{self.n_events} {budget}"]
+        final = np.asarray(self.final_loss, np.float64)
+        if np.isfinite(final).any():
+            parts.append(f"final loss median {np.nanmedian(final):.4g}")
+        if self.final_accuracy is not None and np.isfinite(self.final_accuracy).any():
+            parts.append(f"accuracy median {np.nanmedian(self.final_accuracy):.3g}")
+        parts.append(f"diverged {int(np.sum(self.diverged))}/{self.diverged.size}")
+        return f"Result({'; '.join(parts)})"
 
     # ------------------------------------------------------------------ derived views
     @property
