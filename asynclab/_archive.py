@@ -180,8 +180,9 @@ class Archive:
             raise self.error(f"it is an asynclab {stored[0]} file, not a {kind} file")
         version = int(stored[1])
         if not 1 <= version <= newest:
+            who = "a newer asynclab wrote it" if version > newest else "no asynclab writes it"
             raise self.error(f"it has {kind} format {version}; this asynclab reads formats "
-                             f"1 to {newest} (a newer asynclab wrote it?)")
+                             f"1 to {newest} ({who})")
         return version
 
     def close(self) -> None:

@@ -31,6 +31,12 @@ def check() -> None:
     platforms = os.environ.get("JAX_PLATFORMS", "").strip()
     if (flags, platforms) in _checked:
         return
+    for token in flags.split():
+        name, _, value = token.partition("=")
+        if name == "--xla_force_host_platform_device_count" and not (
+                value.isdigit() and int(value) >= 1):
+            raise ConfigError(f"XLA_FLAGS={flags!r}: {name} takes a count >= 1, got "
+                              f"{value!r}")
     unknown = [token for token in flags.split() if token.split("=")[0] not in KNOWN_XLA_FLAGS]
     if unknown:
         _try_in_a_child(flags, unknown)
@@ -56,13 +62,22 @@ def _try_in_a_child(flags: str, unknown: list[str]) -> None:
                       "XLA_FLAGS")
 
 
+def import_jax() -> None:
+    """Import JAX, turning its refusal of an environment variable (``JAX_ENABLE_X64=maybe``
+    is a ValueError naming it) into a ConfigError."""
+    try:
+        import jax  # noqa: F401
+    except ValueError as error:
+        raise ConfigError(f"JAX refuses the environment: {error}") from None
+
+
 def _try_platforms(platforms: str) -> None:
     import jax
 
     try:
         jax.devices()
     except (RuntimeError, AssertionError, ValueError) as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        first = (str(error).strip().splitlines() or [""])[0] or "no backend of that name"
         raise ConfigError(f"JAX_PLATFORMS={platforms!r}: JAX cannot start that platform on "
                           f"this machine ({first or type(error).__name__}); unset it or name "
                           "one this machine has (cpu always works)") from None

@@ -168,8 +168,31 @@ def output_path(path, field: str, *, suffixes: Iterable[str] | None = None,
             from . import _archive
 
             _archive.check_kind(path, kind, field)
+        elif not _looks_like(path):
+            raise ConfigError(f"{field} {str(path)!r} exists and is not a {path.suffix} file "
+                              "(its first bytes say otherwise); --overwrite replaces only a "
+                              "file of the kind written, so nothing was written: choose "
+                              "another name")
     writable_folder(path.parent, field, for_file=path)
     return path
+
+
+#: The first bytes of the image formats asynclab writes (others are taken by suffix).
+_MAGIC = {".png": (b"\x89PNG",), ".pdf": (b"%PDF",), ".jpg": (b"\xff\xd8",),
+          ".jpeg": (b"\xff\xd8",), ".eps": (b"%!PS", b"\xc5\xd0\xd3\xc6"),
+          ".ps": (b"%!PS",), ".gif": (b"GIF8",), ".tif": (b"II*", b"MM\0*"),
+          ".tiff": (b"II*", b"MM\0*"), ".webp": (b"RIFF",)}
+
+
+def _looks_like(path: Path) -> bool:
+    """Whether an existing file's content fits its suffix (images by their first bytes,
+    SVG by an ``<svg`` tag near the start)."""
+    with open(path, "rb") as file:
+        head = file.read(4096)
+    suffix = path.suffix.lower()
+    if suffix in (".svg", ".svgz"):
+        return b"<svg" in head or head.startswith(b"\x1f\x8b")
+    return suffix not in _MAGIC or head.startswith(_MAGIC[suffix])
 
 
 def distinct_outputs(paths: dict[str, object]) -> None:
@@ -189,8 +212,17 @@ def distinct_outputs(paths: dict[str, object]) -> None:
 NAME_MAX = 255
 
 
+#: The longest path the system takes (PATH_MAX on Linux).
+PATH_MAX = 4096
+
+
 def check_name(path: Path, field: str) -> None:
-    """Refuse a path component longer than file systems allow (before it is looked up)."""
+    """Refuse a path, or a component of it, longer than file systems allow (before it is
+    looked up)."""
+    length = len(os.fsencode(str(path.absolute())))
+    if length >= PATH_MAX:
+        raise ConfigError(f"{field}: the path {str(path)[:40]}… is {length} bytes long; the "
+                          f"system takes at most {PATH_MAX - 1}")
     for part in path.parts:
         if len(os.fsencode(part)) > NAME_MAX:
             raise ConfigError(f"{field}: the name {part[:40]}… is {len(os.fsencode(part))} "

@@ -361,14 +361,16 @@ def _check_run(args) -> None:
     if log is not None:
         refused += [(f, f"the distributions asynclab draws (the log's times replace them, "
                      f"so not with {log})") for f in _given(args, _TIMING)]
-    if args.log_end != "stop" and not args.trace_log:
+    if args.log_end is not None and not args.trace_log:
         refused += [("--log-end", "--trace-log")]
     if refused:
         flag, where = refused[0]
         if flag == "--seeds":
             raise ConfigError(f"--backend {backend} runs one seed (--seed); --seeds applies "
                               "only to the simulator (--backend sim)")
-        raise ConfigError(f"{flag} applies only to {where}; drop it with --backend {backend}")
+        backend_bound = where.startswith(("--backend", "the simulator", "the simulated"))
+        raise ConfigError(f"{flag} applies only to {where}; drop it"
+                          + (f" with --backend {backend}" if backend_bound else ""))
     if args.resume and args.checkpoint is None:
         raise ConfigError("--resume continues from --checkpoint FILE; give the file")
     if args.checkpoint_every is not None and args.checkpoint is None:
@@ -762,8 +764,12 @@ def _sweep(args) -> int:
         score = "—" if point["score"] is None else f"{point['score']:.4g}"
         print("  " + "  ".join(f"{point[n]:>16.4g}" for n in names)
               + f"  {score:>18}  {point['diverged']}/{result.n_seeds}")
-    shown = ", ".join(f"{n}={best[n]:.4g}" for n in names)
-    print(f"  best by {args.score}: {shown} (score {best['score']})")
+    if best is None:
+        print(f"  best by {args.score}: none (no point has a finite score: every point "
+              "diverged or none reached the target)")
+    else:
+        shown = ", ".join(f"{n}={best[n]:.4g}" for n in names)
+        print(f"  best by {args.score}: {shown} (score {best['score']:.4g})")
     if args.save:
         print(f"  saved: {args.save}")
     return 0
@@ -832,9 +838,9 @@ def _add_log_arguments(p: argparse.ArgumentParser) -> None:
     logs.add_argument("--fit-log", default=None, metavar="LOG",
                       help="simulate a timing model fitted to a step-time log, with "
                       "--workers N workers (default: the log's)")
-    p.add_argument("--log-end", default="stop", choices=("stop", "wrap"),
-                   help="--trace-log shorter than the budget: stop the run there (default) "
-                   "or wrap around to the log's start")
+    p.add_argument("--log-end", default=None, choices=("stop", "wrap"),
+                   help="--trace-log shorter than the budget: stop the run there "
+                   "(default: stop) or wrap around to the log's start")
 
 
 def _log_path(value: str):
@@ -855,7 +861,7 @@ def _log_cluster(args, workers: int | None = None):
     workers = workers if workers is not None else args.workers
     group_size = rule_group_size(args.rule, _params(args.param))
     if args.trace_log:
-        cluster = from_log(_log_path(args.trace_log), end=args.log_end)
+        cluster = from_log(_log_path(args.trace_log), end=args.log_end or "stop")
         if workers is not None and workers != cluster.workers:
             raise ConfigError(f"--trace-log replays the log's {cluster.workers} workers, not "
                               f"{workers}; use --fit-log LOG --workers {workers} to simulate "
@@ -997,10 +1003,16 @@ def _interrupted(args) -> str:
 def main(argv=None) -> int:
     import warnings
 
+    from . import _environment
+
+    try:
+        _environment.import_jax()  # the parser's problem list imports JAX
+    except ConfigError as error:
+        print(f"asynclab: error: {error}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     try:
         if args.func in (_run, _sweep, _demo, _figures):  # the commands that compile
-            from . import _environment
             from ._cache import enable_compile_cache
 
             _environment.check()
@@ -1021,6 +1033,29 @@ def main(argv=None) -> int:
         return 0
 
 
+def _interrupt_outside_callbacks() -> None:
+    """Ctrl-C raises KeyboardInterrupt, but never inside a garbage-collection callback.
+
+    Python drops an exception raised in a ``gc`` callback ("Exception ignored in ..."),
+    and JAX runs one at every collection: a Ctrl-C that lands there was lost and the run
+    went on. The handler raises it again 10 ms later instead, outside the callback.
+    """
+    import signal
+
+    if not hasattr(signal, "setitimer") or signal.getsignal(signal.SIGINT) not in (
+            signal.default_int_handler, signal.SIG_DFL):
+        return
+
+    def interrupt(signum, frame):
+        if frame is not None and frame.f_code.co_name.endswith("gc_callback"):
+            signal.signal(signal.SIGALRM, interrupt)
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            return
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+
+
 def console() -> None:
     """The ``asynclab`` executable: :func:`main`, then exit with its status.
 
@@ -1031,6 +1066,7 @@ def console() -> None:
     """
     import os
 
+    _interrupt_outside_callbacks()
     code = main()
     if code == INTERRUPTED:
         sys.stdout.flush()

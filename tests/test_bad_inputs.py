@@ -195,6 +195,13 @@ CLI = [
     ("run --backend pmap --devices 1 --checkpoint /proc/c.npz", "--checkpoint", "/proc"),
     ("run --backend pmap --devices 1 --checkpoint {tmp}", "--checkpoint", "folder"),
     ("run --plot {tmp}/out.pgf", "--plot", ".pgf"),
+    ("run --plot {tmp}/fake.png --overwrite", "--plot", "not a .png file",
+     "nothing was written"),
+    ("run --save {tmp}/" + "/".join(["b" * 200] * 25) + "/x.npz", "--save", "4095"),
+    ("run --noise 1e300", "noise", "float32"),
+    ("run --start 1e39,1", "start", "float32"),
+    ("run --problem quadratic --condition 1e300", "condition", "float32"),
+    ("run --fit-log example --log-end stop", "--log-end", "--trace-log"),
     ("run --save {tmp}/" + "a" * 300 + ".npz", "--save", "304 bytes", "255"),
     ("run --trace-log {tmp}/" + "a" * 300 + ".csv", "log", "304 bytes"),
     ("run --trace-log {tmp}/truncated.csv.gz", "truncated.csv.gz", "gzip"),
@@ -525,6 +532,20 @@ API = [
      "far.npz", "position 999", "[0, 4]"),
     ("checkpoint newer format", lambda tmp: _read_checkpoint(tmp / "future_checkpoint.npz"),
      "checkpoint format 99"),
+    ("checkpoint claiming 1e9 state leaves",
+     lambda tmp: _read_checkpoint(tmp / "many_leaves.npz"), "header is damaged"),
+    ("checkpoint records shorter than its position", lambda tmp: _restore_records(
+        {"loss": np.zeros(2), "wall_time": np.zeros(8)}, events=8, segments=8), "'loss'",
+     "(8,)", "damaged"),
+    ("checkpoint records of text", lambda tmp: _restore_records(
+        {"loss": np.array(["a"] * 8), "wall_time": np.zeros(8)}, events=8, segments=8),
+     "'loss'", "<U1"),
+    ("Result.load grid of text", _load("text_grid.npz"), "grid", "finite numbers"),
+    ("sweep learning_rate beside its grid", lambda tmp: asynclab.sweep(
+        "beale", "downpour", grid={"learning_rate": [1e-3]}, learning_rate=0.5, commits=4),
+     "learning_rate", "both"),
+    ("cell_success local_steps=0", lambda tmp: _notebook().cell_success(
+        _mc_config(), 2, 0, [0]), "local_steps"),
     # numbers that crashed deep inside instead of being refused where they enter
     ("data_problem batch_size=nan", lambda tmp: _data(batch_size=float("nan")), "batch_size"),
     ("data_problem batch_size=inf", lambda tmp: _data(batch_size=float("inf")), "batch_size"),
@@ -592,6 +613,18 @@ def _study(path):
     return studies.load(path)
 
 
+def _mc_config():
+    from asynclab.studies.model_averaging_mc import Config
+
+    return Config()
+
+
+def _restore_records(saved, *, events, segments):
+    from asynclab.backends._pmap import _Records
+
+    _Records(False, 1, events, 2).restore(saved, events, segments)
+
+
 def _read_checkpoint(path):
     from asynclab.backends import _checkpoint
 
@@ -604,6 +637,9 @@ def _read_checkpoint(path):
 SUBPROCESS = [
     # environment variables JAX reads once: one line naming the variable, not a crash
     ("XLA_FLAGS=--bogus run --commits 4", "XLA_FLAGS", "--bogus"),
+    ("XLA_FLAGS=--xla_force_host_platform_device_count=abc run --commits 4", "XLA_FLAGS",
+     "'abc'"),
+    ("JAX_ENABLE_X64=maybe run --commits 4", "JAX_ENABLE_X64", "maybe"),
     ("JAX_PLATFORMS=nosuchplatform run --commits 4", "JAX_PLATFORMS", "nosuchplatform"),
     ("run --backend pmap --devices 2 --simulate-devices --rule mixed --workers 2",
      "--workers 2", "groups of 2"),
@@ -629,6 +665,7 @@ def files(tmp_path_factory) -> Path:
                                                "diverged_at")})
     np.savez(tmp / "badheader.npz", header=np.array("{not json"))
     (tmp / "notes.txt").write_text("a user's notes\n")
+    (tmp / "fake.png").write_text("not a picture\n")
     (tmp / "huge_worker_id.csv").write_text(
         "worker,step,start,compute\n0,0,0.0,1.0\n1000000000000,0,0.0,1.0\n")
     log = (Path(asynclab.__file__).parent / "data" / "threads_cluster.csv.gz").read_bytes()
@@ -688,6 +725,16 @@ def _edited_files(tmp: Path, result) -> None:
         members = {name: f[name] for name in f.files}
     members[_archive.FORMAT_MEMBER] = np.array("checkpoint 99")
     np.savez(tmp / "future_checkpoint.npz", **members)
+    header = json.loads(str(members["header"]))
+    members.update(header=np.array(json.dumps({**header, "leaves": 10**9})),
+                   asynclab_format=np.array("checkpoint 1"))
+    np.savez(tmp / "many_leaves.npz", **members)
+    with np.load(tmp / "result.npz") as f:
+        members = {name: f[name] for name in f.files}
+    config = json.loads(str(members["config_json"]))
+    config["grid"] = [["learning_rate", ["a"]]]
+    members["config_json"] = np.array(json.dumps(config))
+    np.savez(tmp / "text_grid.npz", **members)
 
 
 # ----------------------------------------------------------------------------- the tests
@@ -1020,3 +1067,31 @@ def test_ctrl_c_with_a_checkpoint_says_how_to_resume(tmp_path):
     assert str(checkpoint) in last
     with zipfile.ZipFile(checkpoint) as archive:  # the checkpoint on disk is whole
         assert "header.npy" in archive.namelist()
+
+
+def test_a_ctrl_c_inside_a_gc_callback_is_raised_just_after_it():
+    # Python drops an exception raised in a garbage-collection callback, and JAX runs one
+    # at every collection: the handler defers such a Ctrl-C by 10 ms instead of losing it
+    from asynclab import cli
+
+    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        cli._interrupt_outside_callbacks()
+        handler = signal.getsignal(signal.SIGINT)
+
+        def _xla_gc_callback():
+            return sys._getframe()
+
+        handler(signal.SIGINT, _xla_gc_callback())  # inside a callback: not raised there
+        with pytest.raises(KeyboardInterrupt):
+            time.sleep(2)  # raised by the alarm 10 ms later
+        def elsewhere():
+            return sys._getframe()
+
+        with pytest.raises(KeyboardInterrupt):  # anywhere else: raised at once
+            handler(signal.SIGINT, elsewhere())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGINT, saved[0])
+        signal.signal(signal.SIGALRM, saved[1])

@@ -130,7 +130,10 @@ def read(path: Path, print_: dict) -> Saved:
         archive.require("checkpoint", FORMAT)
         try:
             header = json.loads(archive.text("header"))
-            names = [f"state_{i}" for i in range(header["leaves"])]
+            leaves = header["leaves"]
+            if not isinstance(leaves, int) or not 0 <= leaves <= len(list(archive)):
+                raise ValueError(f"{leaves!r} state leaves")
+            names = [f"state_{i}" for i in range(leaves)]
             names += [f"record_{name}" for name in header["records"]]
             position, diverged_at = header["position"], header["diverged_at"]
             if not isinstance(header["fingerprint"], dict):

@@ -540,7 +540,7 @@ def run_pmap(
         saved = _checkpoint.restore(saved, path, template)
         server, workers = saved.state
         position, diverged_at = saved.position, saved.diverged_at
-        records.restore(saved.records)
+        records.restore(saved.records, int(starts[saved.position]), saved.position)
 
     mesh = _mesh(devices)
     plan = _replicate(_plan(trace, starts, record_every), mesh)
@@ -642,11 +642,25 @@ class _Records:
             state["worker_path"] = _cat(self.paths, (0, self.dim))
         return state
 
-    def restore(self, saved: dict) -> None:
+    def restore(self, saved: dict, events_done: int, segments_done: int) -> None:
+        """The records of a checkpoint taken after ``segments_done`` segments
+        (``events_done`` events), checked against what those segments record."""
         need = {"loss", "wall_time"} | ({"center_path", "worker_path"} if self.record_paths
                                        else set())
         if need - set(saved):
             raise ConfigError(f"the checkpoint lacks the records {sorted(need - set(saved))}")
+        records = events_done // self.record_every + int(
+            events_done == self.n_events and self.n_events % self.record_every != 0)
+        shapes = {"loss": (records,), "wall_time": (segments_done,),
+                  **{f"metric_{k}": (records,) for k in self.metrics if f"metric_{k}" in saved}}
+        if self.record_paths:
+            shapes["center_path"] = (records, self.dim)
+        for name, shape in shapes.items():
+            value = saved[name]
+            if value.shape != shape or value.dtype.kind != "f":
+                raise ConfigError(f"the checkpoint's record {name!r} holds {value.dtype} of "
+                                  f"shape {value.shape}, not the floats of shape {shape} that "
+                                  f"{segments_done} segments record: it is damaged")
         self.loss, self.times = [saved["loss"]], [saved["wall_time"]]
         self.metrics = {k: [saved.get(f"metric_{k}", np.full(saved["loss"].shape, np.nan))]
                         for k in self.metrics}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -242,8 +243,8 @@ class Result:
         ConfigError, and nothing is written).
         """
         path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(".npz")
+        if path.suffix != ".npz":  # added, as numpy does: run.v2 -> run.v2.npz
+            path = path.with_name(path.name + ".npz")
         if path.exists():
             _archive.check_kind(path, "result", "Result.save")
         arrays = {name: getattr(self, name) for name in _ARRAYS if getattr(self, name) is not None}
@@ -311,8 +312,13 @@ def _check_layout(archive, config: dict) -> None:
     if grid:
         if not (isinstance(grid, list) and all(
                 isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
-                and isinstance(pair[1], list) and pair[1] for pair in grid)):
-            raise bad("config['grid'] is not a list of [name, values] pairs")
+                and isinstance(pair[1], list) and pair[1] and all(
+                    isinstance(v, int | float) and not isinstance(v, bool)
+                    and math.isfinite(v) for v in pair[1]) for pair in grid)):
+            raise bad("config['grid'] is not a list of [name, finite numbers] pairs")
+        names = [pair[0] for pair in grid]
+        if len(set(names)) != len(names):
+            raise bad(f"config['grid'] names an axis twice ({', '.join(names)})")
         axes = tuple(len(values) for _, values in grid)
     if len(shapes["seeds"]) != 1 or shapes["seeds"][0] < 1 or kinds["seeds"] not in "iu":
         raise bad(f"seeds has shape {shapes['seeds']} of {archive.headers['seeds'][1]}, "

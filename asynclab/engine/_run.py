@@ -123,8 +123,11 @@ def _state_bytes(rule, problem, n_workers: int) -> int:
 
     from ._core import initial_state
 
-    shapes = jax.eval_shape(lambda key: initial_state(rule, problem, key, n_workers),
-                            jax.random.key(0))
+    # the key is made inside the trace: nothing is computed and the backend is not
+    # started (a started backend's garbage-collection hook would then run, and could
+    # swallow a Ctrl-C, during the long simulation that follows)
+    shapes = jax.eval_shape(
+        lambda: initial_state(rule, problem, jax.random.key(0), n_workers))
     return sum(math.prod(leaf.shape) * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
 
 
@@ -158,8 +161,9 @@ def with_start(problem: Problem, start) -> Problem:
             f"start must have the problem's dimension {problem.dim} ({problem.name}), "
             f"got shape {point.shape}"
         )
-    if not np.all(np.isfinite(point)):
-        raise ConfigError(f"start must be finite, got {point.tolist()}")
+    if not np.all(np.isfinite(point)) or not np.all(np.isfinite(point.astype(np.float32))):
+        raise ConfigError(f"start must be finite in float32 (the precision the runs compute "
+                          f"in), got {point.tolist()}")
     return problem._replace(start=point.astype(np.float32))
 
 

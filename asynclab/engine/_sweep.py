@@ -151,6 +151,9 @@ def sweep(
     grid = _grid(grid, info, rule_name, hyperparameters)
     devices = replay_devices(devices)  # refused before any work
     first = {k: float(v[0]) for k, v in grid.items()}
+    if "learning_rate" in first and learning_rate is not None:
+        raise ConfigError("sweep: learning_rate and grid['learning_rate'] both set η; give "
+                          "one of them")
     if "learning_rate" in first:
         learning_rate = first.pop("learning_rate")
     if not isinstance(rule, str):  # rebuilt: an option the grid gives becomes present
@@ -312,8 +315,9 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
     return problem.success(result.final_params).mean(axis=-1)
 
 
-def best_point(result: Result, values: np.ndarray, score: str) -> dict:
-    """The grid point with the best score: ``{name: value, ..., "score": s}``."""
+def best_point(result: Result, values: np.ndarray, score: str) -> dict | None:
+    """The grid point with the best score: ``{name: value, ..., "score": s}``; None when
+    no point has a finite score (every point diverged, or none reached the target)."""
     if not isinstance(result, Result) or result.grid is None:
         raise ConfigError("best_point: give the result of a sweep (asynclab.sweep); a plain "
                           "run has no grid points")
@@ -322,6 +326,8 @@ def best_point(result: Result, values: np.ndarray, score: str) -> dict:
         raise ConfigError(f"best_point: values of shape {values.shape} for a grid of shape "
                           f"{result.grid_shape}; give scores(result, ...)")
     higher = score == "success_rate"
+    if not np.isfinite(values).any():
+        return None
     flat = np.where(np.isnan(values), -np.inf if higher else np.inf, values).ravel()
     index = int(np.argmax(flat) if higher else np.argmin(flat))
     where = np.unravel_index(index, values.shape)

@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .. import _validate
 from .._errors import ConfigError  # noqa: E402
 from ..plot._common import finish, series_colors  # noqa: E402
 from ..plot.model_averaging_mc import probability_bars  # noqa: E402
@@ -28,6 +29,8 @@ from ..studies.model_averaging_mc import Config, replay_cell, wilson  # noqa: E4
 def cell_success(config: Config, workers: int, local_steps: int, seeds) -> np.ndarray:
     """``(S,)`` whether each seed's run of one cell ends with the central loss below
     ``config.success_loss`` (a run whose centre overflowed fails)."""
+    workers = _validate.count(workers, "workers")
+    local_steps = _validate.count(local_steps, "local_steps")
     steps = config.budget_for(workers)
     if steps % local_steps:
         raise ConfigError(f"local_steps: the budget {steps} is not a multiple of "

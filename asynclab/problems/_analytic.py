@@ -79,7 +79,8 @@ def quadratic(dim: int = 10, condition: float = 10.0) -> Problem:
     # its curvatures, start and minimum, and a run's centre and gradient (float32/64)
     _validate.check_memory(40 * dim, f"quadratic: dim={dim}", what="this problem",
                            advice="use a smaller dim")
-    condition = _validate.number(condition, "quadratic: condition", low=1)
+    condition = _validate.number(condition, "quadratic: condition", low=1,
+                                 dtype=np.float32)
     h = jnp.asarray(np.geomspace(1.0, condition, dim), jnp.float32)
 
     def f(p):

@@ -33,16 +33,16 @@ def _positive_int(field: str, value) -> int:
     return _validate.count(value, field)
 
 
-def _check_model_size(net, spec) -> None:
-    """Refuse a model too large to hold, from its shapes alone (nothing is allocated)."""
-    shapes = jax.tree.leaves(jax.eval_shape(net.init, jax.random.key(0)))
+def _check_model_size(net, spec, workers: int) -> None:
+    """Refuse a model too large to hold, from its shapes alone (nothing is allocated):
+    the fixed start, every worker's parameters and the server's, in float32."""
+    shapes = jax.tree.leaves(jax.eval_shape(lambda: net.init(jax.random.key(0))))
     largest = max(math.prod(leaf.shape) for leaf in shapes)
     if largest >= 2**31:
         raise ConfigError(f"--model {spec!r}: a layer of {largest:,} parameters is more than "
                           "one array can index (2**31); use smaller layers")
     count = sum(math.prod(leaf.shape) for leaf in shapes)
-    # the fixed start, a worker's parameters and its gradient, in float32
-    _validate.check_memory(3 * 4 * count, f"--model {spec!r} ({count:,} parameters)",
+    _validate.check_memory(4 * count * (workers + 3), f"--model {spec!r} ({count:,} parameters)",
                            what="this model", advice="use a smaller model")
 
 
@@ -74,7 +74,7 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
     data = load_dataset(dataset, validation=validation, seed=seed, examples=examples)
     spec = DEFAULT_MODELS[dataset] if model is None else model
     net = parse_model(spec, data.example_shape, data.classes)
-    _check_model_size(net, spec)
+    _check_model_size(net, spec, workers)
     if workers > data.y_train.size:
         raise ConfigError(f"workers: {workers} workers for {data.y_train.size} training "
                           f"examples of {data.name}; use fewer workers")

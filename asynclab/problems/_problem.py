@@ -155,6 +155,9 @@ def check_noise(noise) -> float:
         raise ConfigError(f"{what} must be a number, got {noise!r}") from None
     if not np.isfinite(noise) or noise < 0:
         raise ConfigError(f"{what} must be a finite number >= 0, got {noise}")
+    if noise > float(np.finfo(np.float32).max):
+        raise ConfigError(f"{what} = {noise:g} overflows float32, the precision the runs "
+                          "compute in")
     return noise
 
 
