@@ -217,6 +217,7 @@ CLI = [
     ("run --problem mnist --model mlp:4096-4096 --seeds 0:2000 --commits 10", "commits",
      "memory"),
     ("run --problem digits --model mlp:100000-100000", "model", "2**31"),
+    ("run --problem digits --model mlp:", "mlp:", "sizes after ':'"),
     ("run --problem quadratic --dim 10000000000", "dim", "memory"),
     ("run --workers 1000000000", "commits", "memory"),
     ("trace inspect example --commits 1000000000000", "commits", "memory"),
@@ -522,6 +523,8 @@ API = [
     ("Result.load diverged_at out of range", _load("bad_range.npz"), "diverged_at", "999",
      "[-1, 6]"),
     ("Result.load newer format", _load("future.npz"), "result format 99", "newer"),
+    ("Result.load worker out of range", _load("bad_worker.npz"), "worker", "99"),
+    ("Result.load time not finite", _load("bad_time.npz"), "time", "finite"),
     ("Result.load study data", _load("study.npz"), "a study's data", "studies.load"),
     ("Result.load object array", _load("pickled.npz"), "'loss'", "object"),
     ("studies.load forged size", lambda tmp: _study(tmp / "forged.npz"),
@@ -703,6 +706,8 @@ def _edited_files(tmp: Path, result) -> None:
     edited("string_loss.npz", loss=members["loss"].astype(str))
     edited("seeds_3d.npz", seeds=np.zeros((1, 1, 3), np.int64))
     edited("bad_range.npz", diverged_at=np.array([999], np.int32))
+    edited("bad_worker.npz", worker=np.full_like(members["worker"], 99))
+    edited("bad_time.npz", time=np.full_like(members["time"], np.nan))
     edited("future.npz", asynclab_format=np.array("result 99"))
     edited("study.npz", asynclab_format=np.array("study 1"))
     edited("pickled.npz", loss=np.array([None, 1.0], dtype=object))

@@ -388,3 +388,24 @@ def test_distances_against_plain_formulas():
     assert total_variation(p, q) == pytest.approx(0.5)
     assert wasserstein(p, q) == pytest.approx(1.0)  # everything moves by one commit
     assert wasserstein(p, p) == 0.0
+
+
+def test_a_gzip_log_whose_trailer_lies_is_refused_as_it_expands(tmp_path, monkeypatch):
+    # the trailer's length (modulo 4 GiB, forgeable) says 10 bytes; the text is ~60 kB:
+    # the reader re-checks memory as the text grows instead of trusting the trailer
+    import gzip
+
+    from asynclab import _validate
+    from asynclab.cluster import _logs
+
+    path = tmp_path / "forged.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write("worker,step,start,compute\n")
+        f.write("".join(f"0,{i},{i}.0,1.0\n" for i in range(4000)))
+    data = bytearray(path.read_bytes())
+    data[-4:] = (10).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(_logs._Expanding, "STEP", 4096)
+    monkeypatch.setattr(_validate, "available_memory", lambda: 200_000)
+    with pytest.raises(ConfigError, match="forged.csv.gz.*memory"):
+        _logs.read_log(path)

@@ -125,10 +125,39 @@ class StepLog(NamedTuple):
 # --------------------------------------------------------------------------- reading
 
 
-def _open_text(path: Path):
+def _open_text(path: Path, bytes_per_byte: int = 16):
+    """The log as text; a gzip log re-checks memory as it expands (its trailer's length
+    is modulo 4 GiB, and can be forged), at ``bytes_per_byte`` of memory per byte read."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+        stream = io.BufferedReader(_Expanding(gzip.open(path, "rb"), path, bytes_per_byte))
+        return io.TextIOWrapper(stream, encoding="utf-8", newline="")
     return open(path, encoding="utf-8", newline="")
+
+
+class _Expanding(io.RawIOBase):
+    """A decompressing stream that checks the memory its bytes will take every 64 MB."""
+
+    STEP = 64 << 20
+
+    def __init__(self, raw, path: Path, bytes_per_byte: int):
+        self._raw, self._path, self._factor = raw, path, bytes_per_byte
+        self._seen, self._next = 0, self.STEP
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(buffer)
+        self._seen += n
+        if self._seen >= self._next:
+            self._next += self.STEP
+            _validate.check_memory(self._factor * self._seen, f"log {str(self._path)!r}",
+                                   what="reading it", advice="split the log")
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
@@ -142,7 +171,7 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
     path = _log_file(path)
     text_bytes = _text_size(path)
     try:
-        with _open_text(path) as f:
+        with _open_text(path, 8) as f:
             header = next(csv.reader(f), [])
             header = [h.strip() for h in header]
             if header and "worker" in header and "iteration" not in header:
@@ -251,8 +280,8 @@ def _numbers(path, header, body, name, *, kind=float, blank_ok=False) -> np.ndar
             bad = ~(np.isfinite(out) & (out == np.round(out)))
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {out[i]!r} is not "
-                                  "an integer")
+                raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {float(out[i]):g} is "
+                                  "not an integer")
         return out
     out = np.empty(len(body), dtype=np.float64)
     for i, row in enumerate(body):
@@ -289,8 +318,8 @@ def _booleans(path, header, body, name) -> np.ndarray:
         bad = (values != 0) & (values != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {values[i]!r} is not "
-                              "one of 1/0/true/false")
+            raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {float(values[i]):g} is "
+                              "not one of 1/0/true/false")
         return values == 1
     out = np.empty(len(body), dtype=bool)
     for i, row in enumerate(body):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import _names
+from .. import _names, _validate
 from .._errors import ConfigError
 
 DISTRIBUTIONS: tuple[str, ...] = _names.DISTRIBUTIONS
@@ -31,9 +31,7 @@ def _is_real(value) -> bool:
 
 
 def _check_int(field: str, value, *, minimum: int) -> int:
-    if not _is_int(value) or value < minimum:
-        raise ConfigError(f"{field} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return _validate.count(value, field, low=minimum)
 
 
 def _check_real(

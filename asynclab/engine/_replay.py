@@ -44,6 +44,7 @@ from ._core import (
     put_row,
     recorded_loss,
     row,
+    run_config,
     seed_keys,
     seed_keys_batch,
     select,
@@ -774,4 +775,7 @@ def replay(
         out = _replay_batch(rule, problem, plan, seeds, rows,
                             hyperparameter_values(rule, len(seeds)), noise=noise, init=init,
                             bar=bar, unroll=unroll, devices=devices)
+    if config is None:  # what replay itself knows: rule, problem, workers, seeds, noise
+        config = run_config(rule, problem, workers=plan.n_workers,
+                            seeds=np.asarray(seeds).tolist(), noise=float(noise), init=init)
     return _result(plan, seeds, out, config)

@@ -163,7 +163,8 @@ class Result:
           a sweep).
         """
         values = self._series(metric)
-        target = _validate.number(target, "target", dtype=np.float32)
+        target = _validate.number(target, "target", dtype=np.float32,
+                                  **({"low": 0, "high": 1} if metric == "accuracy" else {}))
         if higher_is_better is None:
             higher_is_better = metric == "accuracy"
         found = _metrics.time_to_target(self._seed_record_time(), self.record_events, values,
@@ -185,6 +186,9 @@ class Result:
         """
         if not isinstance(other, Result):
             raise ConfigError(f"other must be a Result, got {type(other).__name__}")
+        if self.config.get("problem") != other.config.get("problem"):
+            raise ConfigError(f"other: a run on {other.config.get('problem')!r}, this one on "
+                              f"{self.config.get('problem')!r}; compare runs on one problem")
         mine, theirs = self._series(metric), other._series(metric)
         try:
             np.broadcast_shapes(mine.shape[:-1], theirs.shape[:-1])
@@ -284,7 +288,7 @@ class Result:
             data = archive.read_all()
         fields = {name: data[name] for name in _ARRAYS if name in data}
         fields.update(_unflatten({name: data[name] for name in data if "/" in name}))
-        _check_values(archive, fields)
+        _check_values(archive, fields, config)
         return cls(config=config, **fields)
 
 
@@ -360,9 +364,12 @@ def _check_layout(archive, config: dict) -> None:
         raise bad(f"unknown member(s) {', '.join(sorted(extra))}")
 
 
-def _check_values(archive, fields: dict) -> None:
-    """Indices in their ranges: seeds, record positions, divergence events, staleness."""
+def _check_values(archive, fields: dict, config: dict) -> None:
+    """Indices in their ranges (seeds, committing workers, record positions, divergence
+    events, staleness) and times finite and in order."""
     events = fields["time"].shape[1]
+    workers = config.get("workers")
+    workers = workers if isinstance(workers, int) and workers >= 1 else 2**31
 
     def within(name, low, high):
         values = fields[name]
@@ -372,6 +379,10 @@ def _check_values(archive, fields: dict) -> None:
             raise archive.error(f"inconsistent: {name} holds {value}, outside [{low}, {high}]")
 
     within("seeds", 0, 2**32 - 1)
+    within("worker", -1, workers - 1)
+    time = fields["time"]
+    if not np.all(np.isfinite(time)) or np.any(np.diff(time, axis=-1) < 0):
+        raise archive.error("inconsistent: time is not finite and non-decreasing")
     within("record_events", 0, events)
     within("diverged_at", -1, events)
     within("staleness", -1, max(events, 1))

@@ -161,6 +161,8 @@ def worker_paths(result, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     Asynchronous rules record the committing worker's parameters at each commit;
     synchronous ones every worker's at each round.
     """
+    if not hasattr(result, "worker_path"):
+        raise ConfigError(f"worker_paths: give a Result, got {type(result).__name__}")
     if result.worker_path is None:
         raise ConfigError("worker_paths: this result recorded no worker paths; replay with "
                           "record_paths=True (the default for problems of dimension <= 2)")

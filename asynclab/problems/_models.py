@@ -229,7 +229,10 @@ def parse_model(spec: str, input_shape: Sequence[int], classes: int) -> Model:
     Images (``input_shape`` of rank 2 or 3) suit both; tabular data only the MLP.
     """
     input_shape = tuple(int(s) for s in input_shape)
-    kind, _, sizes = str(spec).partition(":")
+    kind, sep, sizes = str(spec).partition(":")
+    if sep and not sizes:
+        raise ConfigError(f"model {spec!r}: give sizes after ':' (e.g. {kind}:64) or drop "
+                          "the ':'")
     try:
         numbers = tuple(int(s) for s in sizes.split("-")) if sizes else None
     except ValueError:
