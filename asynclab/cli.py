@@ -473,7 +473,7 @@ def _simulation_options(args) -> dict:
         workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,
         seeds=_seeds(args), learning_rate=args.learning_rate, local_steps=args.local_steps,
         noise=args.noise, init=args.init, trace_per_seed=args.trace_per_seed,
-        record_every=args.record_every, progress=False if args.json else None,
+        record_every=args.record_every, progress=None,  # stderr: JSON stays alone on stdout
         problem_options=_problem_options(args), start=_start(args.start),
         **_params(args.param),
     )

@@ -27,7 +27,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _validate
 from .._errors import ConfigError
-from .._progress import progress_bar
+from .._progress import note, progress_bar
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem, stochastic_gradient
 from ..problems._problem import check_noise
@@ -583,6 +583,8 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
 
     losses, centers, paths, metrics = [], [], [], []
     step = plan.blocks_per_chunk * plan.record_every
+    done_compiling = (note(bar, "compiling…")
+                      if getattr(run_chunk, "_cache_size", lambda: 1)() == 0 else None)
     for c in range(plan.n_chunks):
         chunk_events = tuple(
             _put(a[0, c], devices, split=False) if shared else _put(a[rows, c], devices)
@@ -595,6 +597,8 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         if plan.record_paths:
             centers.append(_host(center))
             paths.append(_host(path))
+        if done_compiling is not None and c == 0:
+            done_compiling()
         bar.update(batch * (min(step * (c + 1), plan.n_events) - min(step * c, plan.n_events)))
         if c + 1 < plan.n_chunks and np.all(_host(carry.diverged_at) >= 0):
             remaining = plan.n_chunks - c - 1
