@@ -28,6 +28,7 @@ from ._predict import total_variation as total_variation
 from ._predict import wasserstein as wasserstein
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulate_sync as simulate_sync
+from ._simulator import simulator_bytes as simulator_bytes
 from ._summary import summarize_log as summarize_log
 from ._timing import DISTRIBUTIONS as DISTRIBUTIONS
 from ._timing import Cluster as Cluster
@@ -71,6 +72,7 @@ __all__ = [
     "round_robin_trace",
     "simulate_async",
     "simulate_sync",
+    "simulator_bytes",
     "simulate_sync_with_warmup",
     "staleness_distribution",
     "summarize_log",

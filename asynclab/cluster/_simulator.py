@@ -289,12 +289,18 @@ def _check_budget(name: str, count, horizon, local_steps) -> tuple[int | float, 
 BYTES_PER_WORKER = 2048
 
 
+def simulator_bytes(cluster, events, local_steps: int) -> int:
+    """Bytes the simulator holds beside the schedule: every worker's process and its
+    block of drawn steps (up to 4,096 phases of ``local_steps`` steps; ``events`` may be
+    ``inf`` for a horizon, which draws full blocks)."""
+    blocks = min(events, _MAX_BLOCK)
+    return int(cluster.workers * (BYTES_PER_WORKER + 8 * blocks * int(local_steps)))
+
+
 def _check_size(cluster, events, local_steps: int, field: str) -> None:
     """Refuse, before any work, a simulation that cannot fit in memory: the schedule's
-    events, every worker's process and its block of drawn steps (``local_steps`` each)."""
-    workers = cluster.workers
-    blocks = min(events, _MAX_BLOCK)  # a horizon (events = inf) draws full blocks
-    estimate = workers * (BYTES_PER_WORKER + 8 * blocks * int(local_steps))
+    events and :func:`simulator_bytes`."""
+    estimate = simulator_bytes(cluster, events, local_steps)
     if math.isfinite(events):
         estimate += events * _validate.BYTES_PER_EVENT
     _validate.check_memory(int(estimate), field)

@@ -15,6 +15,7 @@ from ..cluster import (
     simulate_async,
     simulate_sync,
     simulate_sync_with_warmup,
+    simulator_bytes,
 )
 from ..problems import DATA_PROBLEMS, Problem, get_problem
 from ..problems._problem import check_noise
@@ -107,8 +108,7 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
         default_record_every(rule, problem, max(events, 1), cluster.workers)
     records = events // every + 1
     metrics = 2 if getattr(problem, "evaluate", None) is not None else 0
-    # the simulator draws up to 4096 phases of λ steps per worker at a time
-    draws = 8 * cluster.workers * min(events, 4096) * rule.local_steps
+    draws = simulator_bytes(cluster, events, rule.local_steps)
     held = (_validate.memory_estimate(
         events, traces=n_seeds if trace_per_seed else 1, seeds=runs, records=records,
         record_bytes=4 * (1 + metrics) + (4 * problem.dim if paths else 0),
