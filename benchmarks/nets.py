@@ -19,6 +19,7 @@ float32 matrix product on the same machine.
 
     python benchmarks/nets.py            # 2,000 commits, 1, 8 and 32 seeds
     python benchmarks/nets.py --quick    # 200 commits, 1 and 8 seeds
+    python benchmarks/nets.py --seeds 32,1024   # an accelerator: 1, 32 and 1,024 seeds
 """
 
 from __future__ import annotations
@@ -62,8 +63,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--seeds", default=None,
+                        help="seed counts beside 1, comma-separated (default 8,32; "
+                             "8 with --quick)")
     args = parser.parse_args(argv)
     commits, counts = (200, (8,)) if args.quick else (2000, (8, 32))
+    if args.seeds:
+        counts = tuple(int(c) for c in args.seeds.split(",") if int(c) > 1)
     n, batch, lr = 16, 32, 0.01
 
     problem = get_problem("mnist", model="mlp:256", workers=n, batch_size=batch)
@@ -151,6 +157,9 @@ def main(argv=None):
         pairs.append((m, t_hand / t_replay))
     peak_after = matmul_flops_per_second()
     load_after = os.getloadavg()
+    device = jax.devices()[0]
+    print(f"device {device.device_kind} x{jax.device_count()} (platform {device.platform}), "
+          f"jax {jax.__version__}")
     print(f"MNIST-5k MLP 784-256-10, batch {batch}, DOWNPOUR n={n} λ=1, {commits} commits; "
           f"best of {args.repeats}")
     print(f"asynclab from {os.path.dirname(asynclab.__file__)}")  # the checkout, or a copy

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The accelerator checks in one run, most important first, each bounded in time (REPLAY_SECONDS, NETS_SECONDS, SUITE_SECONDS), each
+# writing its table under $OUT (default: ./accelerator-results): the engine's accelerator
+# rows with the whole Monte-Carlo figure, the net beside its hand-written floor at 1, 32
+# and 1,024 seeds, then the quick tier of the suite on the accelerator host.
+#
+#     bash benchmarks/accelerator.sh            # on a machine with a GPU and CUDA jax
+#
+# The checkout must be importable (pip install -e ., or PYTHONPATH=$PWD).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-accelerator-results}"
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+py="${PYTHON:-python3}"
+{
+  date -u +%FT%T
+  nvidia-smi -L 2>/dev/null
+  "$py" -c "import jax, numpy; print('jax', jax.__version__, 'numpy', numpy.__version__, jax.devices())"
+} 2>&1 | tee "$out/environment.txt"
+timeout "${REPLAY_SECONDS:-200}" "$py" benchmarks/replay.py --rows gifh --mc full 2>&1 | tee "$out/replay.txt"
+timeout "${NETS_SECONDS:-120}" "$py" benchmarks/nets.py --seeds 32,1024 2>&1 | tee "$out/nets.txt"
+# one line per test (the names survive a cut at the time limit), failures' tracebacks short
+timeout "${SUITE_SECONDS:-400}" "$py" -m pytest -v -n 8 --maxprocesses=8 --tb=short \
+  --durations=15 2>&1 | tee "$out/suite.txt"
