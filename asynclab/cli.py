@@ -143,6 +143,13 @@ def _print_summary(result, problem, out=None) -> None:
     budget = "rounds" if cfg.get("synchronous") else "commits"
     print(f"  {s['events']} {budget}, noise σ² = {cfg.get('noise')}, "
           f"{result.n_seeds} seed(s)", file=out)
+    records = np.asarray(result.record_events)
+    if records.size > 1:
+        every = int(records[1] - records[0])
+        how = (f"the default for {s['problem']} (about 100; fewer where records would cost "
+               "more than a quarter of a net's gradient work)"
+               if "record_every" in cfg.get("defaults_used", ()) else "--record-every")
+        print(f"  {records.size} records, every {every} {budget}: {how}", file=out)
     times = np.atleast_1d(s["simulated_time"])
     clock = "wall-clock time" if cfg.get("backend") == "threads" else "simulated time"
     print(f"  {clock}: {np.mean(times):.4g} s", file=out)
@@ -303,8 +310,8 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    "its gradient work; every event with --backend pmap)")
 
 
-def _add_run_arguments(p: argparse.ArgumentParser) -> None:
-    _add_model_arguments(p)
+def _add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """The net problems' options: one meaning for each of these flags in every command."""
     p.add_argument("--model", default=None,
                    help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16 "
                         "(default: the data set's own)")
@@ -312,6 +319,11 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="digits/mnist/collider: examples per local step (default 32)")
     p.add_argument("--shards", default=None,
                    help="digits/mnist/collider: iid, class or dirichlet:ALPHA (default iid)")
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    _add_model_arguments(p)
+    _add_data_arguments(p)
     p.add_argument("--backend", default="sim", choices=("sim", "pmap", "threads"),
                    help="sim: simulated cluster; pmap: one worker per device, "
                    "replaying the simulated schedule; threads: free-running workers")
@@ -709,13 +721,15 @@ def _grid_option(pairs) -> dict:
 
 def _sweep(args) -> int:
     from .engine import best_point, scores, sweep
+    from .engine._sweep import HIGHER_IS_BETTER
     from .problems import get_problem
 
-    if args.score in ("commits_to_target",) and args.target is None:
-        raise ConfigError(f"--score {args.score} needs --target LOSS")
-    if args.score == "final_loss" and args.target is not None:
-        raise ConfigError("--target applies to --score commits_to_target or success_rate, "
-                          "not final_loss (the mean final loss)")
+    if args.score in ("commits_to_target", "time_to_accuracy") and args.target is None:
+        what = "ACCURACY" if args.score == "time_to_accuracy" else "LOSS"
+        raise ConfigError(f"--score {args.score} needs --target {what}")
+    if args.score in ("final_loss", "final_accuracy") and args.target is not None:
+        raise ConfigError("--target applies to --score commits_to_target, success_rate or "
+                          f"time_to_accuracy, not {args.score} (a mean over the seeds)")
     _check_model(args)
     if args.save is not None:
         _validate.output_path(args.save, "--save", suffixes=(".npz",),
@@ -724,13 +738,18 @@ def _sweep(args) -> int:
     if args.score == "success_rate" and args.target is None and problem.success_radius is None:
         raise ConfigError(f"--score success_rate on {args.problem} needs --target LOSS (a net "
                           "has no success radius)")
+    if args.score == "time_to_accuracy":
+        _validate.number(args.target, "--target (an accuracy)", low=0, high=1)
+    if args.score in ("final_accuracy", "time_to_accuracy") and problem.evaluate is None:
+        raise ConfigError(f"--score {args.score} ranks by validation accuracy, which only a "
+                          f"net problem records (digits, mnist, collider), not {args.problem}")
     grid = _grid_option(args.grid)
     if "learning_rate" in grid and args.learning_rate is not None:
         raise ConfigError("--learning-rate and --grid learning_rate both set η; drop one")
     both = sorted(set(grid) & set(_params(args.param)))
     if both:
         raise ConfigError(f"--param {both[0]} and --grid {both[0]} both set it; drop one")
-    result = sweep(args.problem, args.rule, grid=grid, batch_size=args.batch_size,
+    result = sweep(args.problem, args.rule, grid=grid, runs_per_call=args.runs_per_call,
                    **_simulation_options(args))
     if args.save:
         result.save(args.save)
@@ -750,7 +769,7 @@ def _sweep(args) -> int:
         "grid": {name: v.tolist() for name, v in result.grid.items()},
         "seeds": result.seeds.tolist(), "events": result.n_events,
         "score": args.score, "target": args.target,
-        "lower_is_better": args.score != "success_rate",
+        "lower_is_better": args.score not in HIGHER_IS_BETTER,
         "points": points, "best": best,
     }
     if args.json:
@@ -780,15 +799,21 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
                    help="values of a traced hyperparameter (repeatable: the grid is the "
                    "product), e.g. --grid learning_rate=1e-3,3e-3,1e-2")
     p.add_argument("--score", default="final_loss",
-                   choices=("final_loss", "commits_to_target", "success_rate"),
+                   choices=("final_loss", "commits_to_target", "success_rate",
+                            "final_accuracy", "time_to_accuracy"),
                    help="how to rank the points: mean final loss (lower is better), median "
-                   "commits until the loss reaches --target (lower), or the fraction of seeds "
+                   "commits until the loss reaches --target (lower), the fraction of seeds "
                    "ending at or below --target (higher; without --target: within the "
-                   "problem's success radius)")
-    p.add_argument("--target", type=_finite, default=None, help="target loss for --score")
-    p.add_argument("--batch-size", type=_count(1), default=None,
-                   help="(point, seed) pairs per compiled call (default: sized to memory)")
+                   "problem's success radius); for a net also the mean final validation "
+                   "accuracy (higher) or the median simulated seconds until the accuracy "
+                   "reaches --target (lower)")
+    p.add_argument("--target", type=_finite, default=None,
+                   help="target loss for --score, or target accuracy for time_to_accuracy")
+    p.add_argument("--runs-per-call", type=_count(1), default=None,
+                   help="(point, seed) pairs replayed per compiled call (default: as many as "
+                   "fit in about 1 GiB)")
     _add_model_arguments(p)
+    _add_data_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: grid, per-point scores, best point")
     p.add_argument("--save", default=None, help="save the result (.npz) here")

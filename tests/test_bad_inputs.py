@@ -229,7 +229,14 @@ CLI = [
     ("sweep --grid learning_rate=1e-3,2e-3 --target 0.5", "--target", "final_loss"),
     ("sweep --grid learning_rate=1e-3,2e-3 --score success_rate --problem digits",
      "success_rate", "--target"),
-    ("sweep --grid learning_rate=1e-3,2e-3 --batch-size nan", "--batch-size"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --runs-per-call nan", "--runs-per-call"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --score final_accuracy", "final_accuracy", "beale"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --score time_to_accuracy --problem digits",
+     "time_to_accuracy", "--target ACCURACY"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --score final_accuracy --target 0.5 --problem "
+     "digits", "--target", "final_accuracy"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --score time_to_accuracy --target 2 --problem "
+     "digits", "--target", "<= 1"),
     # nothing is overwritten unless asked (--overwrite, --resume), and then only our own kind
     ("run --save {tmp}/result.npz", "--save", "already exists", "--overwrite"),
     ("run --save {tmp}/foreign.npz --overwrite", "--save", "not an asynclab result",
@@ -284,7 +291,7 @@ CLI = [
     ("sweep --grid learning_rate=1e-3,2e-3 --start 1,2 --init random", "--start"),
     ("sweep --grid learning_rate=1e-3,2e-3 --workers 0", "--workers"),
     ("sweep --grid learning_rate=1e-3,2e-3 --noise inf", "--noise"),
-    ("sweep --grid learning_rate=1e-3,2e-3 --batch-size 0", "--batch-size"),
+    ("sweep --grid learning_rate=1e-3,2e-3 --runs-per-call 0", "--runs-per-call"),
     ("sweep --grid learning_rate=1e-3,2e-3 --dim 3", "--dim", "beale"),
     ("sweep", "--grid"),
     # the command line itself
@@ -559,9 +566,12 @@ API = [
         "collider", examples=10**12), "examples", "memory"),
     ("run commits=inf", lambda tmp: _run(commits=float("inf")), "commits", "inf"),
     ("run problem_options=[1]", lambda tmp: _run(problem_options=[1]), "problem_options"),
-    ("sweep batch_size=nan", lambda tmp: asynclab.sweep(
+    ("sweep runs_per_call=nan", lambda tmp: asynclab.sweep(
         "beale", "downpour", grid={"learning_rate": [1e-3]}, commits=4,
-        batch_size=float("nan")), "batch_size"),
+        runs_per_call=float("nan")), "runs_per_call"),
+    ("sweep batch_size= (the old name of runs_per_call)", lambda tmp: asynclab.sweep(
+        "beale", "downpour", grid={"learning_rate": [1e-3]}, commits=4, batch_size=5),
+     "batch_size", "runs_per_call"),
     ("make_rule server_momentum rounds to 1 in float32",
      lambda tmp: _rule(server_momentum=0.99999999999), "server_momentum", "float32: 1.0"),
     ("scores target=nan", lambda tmp: asynclab.engine.scores(

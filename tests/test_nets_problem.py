@@ -139,9 +139,11 @@ def test_a_net_run_without_a_learning_rate_takes_the_problems_and_learns():
     problem = asynclab.problems.get_problem("digits", workers=4)
     assert problem.learning_rate == 0.03
     default = asynclab.run("digits", "downpour", workers=4, commits=300)
-    slow = asynclab.run("digits", "downpour", workers=4, commits=300, learning_rate=1e-3)
+    slow = asynclab.run("digits", "downpour", workers=4, commits=300, learning_rate=1e-3,
+                        record_every=100)
     assert default.config["hyperparameters"]["learning_rate"] == 0.03
-    assert default.config["defaults_used"] == ["learning_rate"]
+    assert default.config["defaults_used"] == ["learning_rate", "record_every"]
     assert slow.config["defaults_used"] == []
+    np.testing.assert_array_equal(slow.record_events, [0, 100, 200, 300])
     assert default.final_accuracy[0] > 0.8 > slow.final_accuracy[0]
     assert asynclab.problems.get_problem("beale").learning_rate == 1e-3

@@ -31,7 +31,7 @@ def test_sweep_compiles_once_and_new_learning_rates_do_not_recompile():
     # 3 x 4 points x 2 seeds = 24 pairs in calls of 5: five calls, the last one padded
     result = asynclab.sweep(problem, "downpour", grid={"learning_rate": [0.01, 0.02, 0.03],
                                                        "server_momentum": [-0.3, 0, 0.3, 0.6]},
-                            workers=4, commits=100, seeds=[0, 1], noise=1.0, batch_size=5)
+                            workers=4, commits=100, seeds=[0, 1], noise=1.0, runs_per_call=5)
     assert result.loss.shape[:3] == (3, 4, 2)
     assert _replay.TRACE_COUNT["chunk"] - before["chunk"] == 1
     assert _replay.TRACE_COUNT["initial"] - before["initial"] == 1
@@ -148,6 +148,28 @@ def test_scores_by_hand():
     assert best == {"learning_rate": 0.2, "score": 1.0}
     with pytest.raises(ConfigError, match="target"):
         scores(result, "commits_to_target")
+    with pytest.raises(ConfigError, match="no validation accuracy"):
+        scores(result, "final_accuracy")
+
+
+def test_accuracy_scores_by_hand():
+    nan = np.nan
+    # records at simulated times 0, 1, 2, 3 (events 0..3 at times 1, 2, 3 after the start)
+    accuracy = [[[0.1, 0.5, 0.7, 0.9], [0.1, 0.2, 0.6, 0.8]],   # point 0: 0.6 at t=2 and 2
+                [[0.1, 0.7, nan, nan], [0.1, 0.3, 0.4, 0.5]]]  # point 1: seed 0 diverged
+    result = _fake(np.ones((2, 2, 4)), [[-1, -1], [2, -1]], np.zeros((2, 2, 2)))
+    result.metrics = {"accuracy": np.asarray(accuracy, np.float32)}
+    # a diverged seed counts 0
+    np.testing.assert_allclose(scores(result, "final_accuracy"), [0.85, 0.25], rtol=1e-6)
+    # seconds: point 0 reaches 0.6 at t = 2 (both seeds); point 1 seed 0 at t = 1, seed 1
+    # never: the median of (1, inf) is inf
+    np.testing.assert_allclose(scores(result, "time_to_accuracy", target=0.6), [2.0, np.inf])
+    assert best_point(result, scores(result, "final_accuracy"), "final_accuracy") == {
+        "learning_rate": 0.1, "score": pytest.approx(0.85)}
+    with pytest.raises(ConfigError, match=r"\[0, 1\]|target"):
+        scores(result, "time_to_accuracy", target=1.5)
+    with pytest.raises(ConfigError, match="takes no target"):
+        scores(result, "final_accuracy", target=0.5)
 
 
 # ------------------------------------------------------------------------ traced rules
@@ -229,6 +251,24 @@ def test_cli_sweep_json_reports_grid_points_and_best(capsys):
     lr, mu = min(finals, key=finals.get)
     assert (out["best"]["learning_rate"], out["best"]["server_momentum"]) == (lr, mu)
     assert out["best"]["score"] == pytest.approx(finals[(lr, mu)], rel=1e-6)
+
+
+def test_cli_sweep_takes_a_nets_model_batch_and_shards_and_ranks_by_accuracy(capsys):
+    # the flags mean in sweep what they mean in run: the model, the mini-batch, the shards
+    argv = ["sweep", "--problem", "digits", "--model", "mlp:8", "--batch-size", "4",
+            "--shards", "class", "--grid", "learning_rate=0.01,0.05", "--workers", "2",
+            "--commits", "30", "--seeds", "0:2", "--score", "final_accuracy", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    options = {"model": "mlp:8", "batch_size": 4, "shards": "class"}
+    swept = asynclab.sweep("digits", "downpour", grid={"learning_rate": [0.01, 0.05]},
+                           workers=2, commits=30, seeds=[0, 1], problem_options=options,
+                           progress=False)
+    want = scores(swept, "final_accuracy")
+    assert [p["score"] for p in out["points"]] == pytest.approx(want.tolist())
+    assert out["lower_is_better"] is False
+    assert out["best"]["learning_rate"] == [0.01, 0.05][int(np.argmax(want))]
+    assert swept.final_params["layer0"]["w"].shape[-1] == 8
 
 
 def test_cli_sweep_refuses_a_static_grid_key(capsys):

@@ -49,6 +49,11 @@ class Result:
       metrics: what the problem evaluates beside the loss at each record, ``name ->
         (S, R)`` (a net's ``validation_loss`` and ``accuracy``, validation accuracy of
         the centre, NaN once diverged); None for problems without an evaluation.
+
+    The records' axes: :attr:`record_events` (events done at each record) and
+    :attr:`record_time` (simulated seconds at each record, ``(Tr, R)``); ``loss[s, r]``
+    and ``metrics[name][s, r]`` were recorded at ``record_time[trace_index[s], r]``.
+    ``asynclab.plot.compare`` draws several results against either.
     """
 
     config: dict[str, Any]

@@ -309,6 +309,7 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
         horizon=horizon,
         start=None if start is None else [float(v) for v in start],
         trace_per_seed=bool(trace_per_seed),
-        defaults_used=["learning_rate"] if defaulted else [],
+        defaults_used=(["learning_rate"] if defaulted else [])
+        + (["record_every"] if record_every is None else []),
     )
     return problem, rule, traces, seed_list, config

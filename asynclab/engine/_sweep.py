@@ -36,9 +36,12 @@ from ._replay import (
 from ._result import Result
 from ._run import _prepare
 
-SCORES = ("final_loss", "commits_to_target", "success_rate")
+SCORES = ("final_loss", "commits_to_target", "success_rate", "final_accuracy",
+          "time_to_accuracy")
+#: the scores where a higher value is better (the others: lower)
+HIGHER_IS_BETTER = ("success_rate", "final_accuracy")
 
-#: Default bytes a chunk of the batch may hold (states and records), see ``batch_size``.
+#: Default bytes a chunk of the batch may hold (states and records), see ``runs_per_call``.
 MEMORY_BUDGET = 1 << 30
 
 
@@ -101,7 +104,7 @@ def sweep(
     progress: bool | None = None,
     problem_options: dict | None = None,
     start: Sequence[float] | None = None,
-    batch_size: int | None = None,
+    runs_per_call: int | None = None,
     devices=None,
     **hyperparameters,
 ) -> Result:
@@ -116,7 +119,7 @@ def sweep(
 
     Args:
       grid: ``{name: values}``; the points are the product of the value lists, in order.
-      batch_size: (point, seed) pairs replayed per compiled call; by default as many as fit
+      runs_per_call: (point, seed) pairs replayed per compiled call; by default as many as fit
         in about 1 GiB of states and records. Every call has this size (the last one is
         padded), so there is one compilation.
       record_paths: record trajectories (default False: a sweep's paths are rarely wanted).
@@ -148,6 +151,10 @@ def sweep(
             raise ConfigError("sweep needs a declared rule (a name, or one built by a factory "
                               "of asynclab.rules)")
         info, rule_name = RULES[rule.structure[0]], rule.name
+    if "batch_size" in hyperparameters:
+        raise ConfigError("batch_size: a net's mini-batch size is problem_options="
+                          "{'batch_size': B}; the (point, seed) pairs per compiled call are "
+                          "runs_per_call")
     grid = _grid(grid, info, rule_name, hyperparameters)
     devices = replay_devices(devices)  # refused before any work
     first = {k: float(v[0]) for k, v in grid.items()}
@@ -160,8 +167,8 @@ def sweep(
         rule = info.factory(**{**rule.hyperparameters, **first})
         first = {}
     seeds = _check_seeds(seeds)
-    if batch_size is not None:
-        batch_size = _validate.count(batch_size, "batch_size")
+    if runs_per_call is not None:
+        runs_per_call = _validate.count(runs_per_call, "runs_per_call")
     problem, rule, traces, seed_list, config = _prepare(
         problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
         horizon=horizon, seeds=seeds.tolist(), learning_rate=learning_rate,
@@ -170,10 +177,10 @@ def sweep(
                                                                        **first},
         record_every=record_every, record_paths=record_paths,
         points=int(np.prod([len(v) for v in grid.values()])),
-        in_flight=batch_size or ("bytes", MEMORY_BUDGET))
+        in_flight=runs_per_call or ("bytes", MEMORY_BUDGET))
     return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
                        init=init, record_every=record_every, record_paths=record_paths,
-                       progress=progress, batch_size=batch_size, config=config,
+                       progress=progress, runs_per_call=runs_per_call, config=config,
                        devices=devices)
 
 
@@ -189,7 +196,7 @@ def replay_grid(
     record_every: int | None = None,
     record_paths: bool = False,
     progress: bool | None = None,
-    batch_size: int | None = None,
+    runs_per_call: int | None = None,
     config: dict | None = None,
     devices=None,
 ) -> Result:
@@ -230,11 +237,11 @@ def replay_grid(
     row_of = np.tile(np.arange(n_seeds) if plan.time.shape[0] > 1 else np.zeros(n_seeds, int),
                      n_points)
 
-    if batch_size is None:
+    if runs_per_call is None:
         per = _per_element_bytes(plan, problem, plan.n_workers)
-        batch_size = max(1, min(total, MEMORY_BUDGET // per))
-    batch_size = min(_validate.count(batch_size, "batch_size"), total)
-    n_calls = math.ceil(total / batch_size)
+        runs_per_call = max(1, min(total, MEMORY_BUDGET // per))
+    runs_per_call = min(_validate.count(runs_per_call, "runs_per_call"), total)
+    n_calls = math.ceil(total / runs_per_call)
 
     parts = []
     bar = progress_bar(total=plan.n_events * total, progress=progress,
@@ -242,7 +249,7 @@ def replay_grid(
                        unit="event", unit_scale=True, leave=False)
     with bar:
         for call in range(n_calls):
-            index = np.arange(call * batch_size, (call + 1) * batch_size)
+            index = np.arange(call * runs_per_call, (call + 1) * runs_per_call)
             live = index < total
             index = np.minimum(index, total - 1)  # pad the last call: one compilation
             out = _replay_batch(rule, problem, plan, seed_of[index], row_of[index],
@@ -286,7 +293,13 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
         when it never does), lower is better; ``"success_rate"``: the fraction of seeds
         whose final loss is at most ``target`` (or, without a target, whose final centre
         passes ``problem.success``), higher is better.
-      target: the loss threshold of the last two scores.
+        A net's scores, from its validation accuracy: ``"final_accuracy"``: the mean
+        over the seeds of the centre's validation accuracy at the last record (a
+        diverged seed counts 0), higher is better; ``"time_to_accuracy"``: the median
+        over the seeds of the simulated seconds until the recorded accuracy first
+        reaches ``target`` (inf when it never does), lower is better.
+      target: the loss threshold of ``commits_to_target`` and ``success_rate``; the
+        accuracy (in [0, 1]) of ``time_to_accuracy``.
       problem: for ``success_rate`` without a target.
     """
     if score not in SCORES:
@@ -294,11 +307,24 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
     if not isinstance(result, Result):
         raise ConfigError(f"scores: give a Result (of a sweep, or of a run: one point), got "
                           f"{type(result).__name__}")
+    if score in ("final_accuracy", "time_to_accuracy") and result.final_accuracy is None:
+        raise ConfigError(f"score {score}: this result records no validation accuracy (a "
+                          "net problem's does: digits, mnist, collider)")
     if target is not None:
-        target = _validate.number(target, "target", dtype=np.float32)
-        if score == "final_loss":
-            raise ConfigError("target: the score final_loss takes no target (it is the mean "
-                              "final loss); use commits_to_target or success_rate")
+        accuracy = {"low": 0, "high": 1} if score == "time_to_accuracy" else {}
+        target = _validate.number(target, "target", dtype=np.float32, **accuracy)
+        if score in ("final_loss", "final_accuracy"):
+            raise ConfigError(f"target: the score {score} takes no target (it is a mean "
+                              "over the seeds); use commits_to_target, success_rate or "
+                              "time_to_accuracy")
+    if score == "final_accuracy":
+        accuracy = np.where(result.diverged, 0.0, np.nan_to_num(result.final_accuracy, nan=0.0))
+        return accuracy.mean(axis=-1)
+    if score == "time_to_accuracy":
+        if target is None:
+            raise ConfigError("score time_to_accuracy needs a target accuracy in [0, 1]")
+        seconds = result.time_to_target(target, "accuracy").seconds
+        return np.median(np.asarray(seconds, np.float64), axis=-1)
     final = np.where(result.diverged, np.inf, np.nan_to_num(result.final_loss, nan=np.inf))
     if score == "final_loss":
         return final.mean(axis=-1)
@@ -325,7 +351,7 @@ def best_point(result: Result, values: np.ndarray, score: str) -> dict | None:
     if values.shape != result.grid_shape:
         raise ConfigError(f"best_point: values of shape {values.shape} for a grid of shape "
                           f"{result.grid_shape}; give scores(result, ...)")
-    higher = score == "success_rate"
+    higher = score in HIGHER_IS_BETTER
     if not np.isfinite(values).any():
         return None
     flat = np.where(np.isnan(values), -np.inf if higher else np.inf, values).ravel()
