@@ -28,7 +28,19 @@ def progress_bar(iterable=None, *, progress: bool | None = None, **options):
         options.pop("leave", None)
         return tqdm(iterable, file=_Lines(sys.stderr), ascii=True, leave=True,
                     dynamic_ncols=False, ncols=100, **options)
-    return tqdm(iterable, disable=None if progress is None else not progress, **options)
+    return _Finishing(iterable, disable=None if progress is None else not progress, **options)
+
+
+class _Finishing(tqdm):
+    """A bar that draws its last state before it closes: in a notebook, a bar that is
+    hidden on closing (``leave=False``) otherwise keeps the text of its last timed redraw
+    ("5%") in the saved widget state beside a full bar."""
+
+    def close(self):
+        if not self.disable and not getattr(self, "_closed_once", False):
+            self._closed_once = True
+            self.refresh()
+        super().close()
 
 
 def _interactive() -> bool:

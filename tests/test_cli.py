@@ -209,3 +209,19 @@ def test_a_long_run_reports_progress_lines_on_stderr_with_json(capsys, monkeypat
     monkeypatch.delenv("TQDM_DISABLE", raising=False)
     assert main(["run", "--commits", "50", "--json"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_bar_hidden_on_closing_draws_its_last_state_first():
+    # a notebook keeps the last text a bar drew: a bar closed with leave=False between two
+    # timed redraws must draw "10/10" before it goes, not stay at its last redraw
+    import io
+
+    from asynclab._progress import progress_bar
+
+    buffer = io.StringIO()
+    with progress_bar(total=10, progress=True, leave=False, file=buffer,
+                      mininterval=3600, miniters=10**9) as bar:
+        for _ in range(10):
+            bar.update(1)
+        assert "10/10" not in buffer.getvalue()
+    assert "10/10" in buffer.getvalue()

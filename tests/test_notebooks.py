@@ -8,6 +8,7 @@ simulated CPU devices in its first code cell, before JAX starts in that kernel.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import jupytext
@@ -68,6 +69,7 @@ def test_notebook_executes_in_quick_mode(path, monkeypatch):
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3",
+                            store_widget_state=True,
                             resources={"metadata": {"path": str(FOLDER)}})
     client.execute()  # raises CellExecutionError, with the traceback, on an error
     errors = [o for c in nb.cells for o in c.get("outputs", ()) if o.output_type == "error"]
@@ -80,3 +82,10 @@ def test_notebook_executes_in_quick_mode(path, monkeypatch):
     widgets = [o for c in nb.cells for o in c.get("outputs", ())
                if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert images or widgets, f"{path.name} showed nothing"
+    # every progress bar ends drawn full (a bar hidden on closing keeps its last text)
+    state = nb.metadata.get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    texts = [w["state"].get("value", "") for w in state.values()
+             if w.get("model_name") == "HTMLModel"]
+    stale = [t for t in texts if re.search(r"\d+%$", t) and not t.endswith("100%")]
+    assert not stale, f"{path.name}: progress bars left unfinished: {stale}"
