@@ -106,9 +106,9 @@ def additive_noise(clean: Callable[[Params, jax.Array, jax.Array], Params],
                    std: float | jax.Array) -> Oracle:
     """``g = clean(params, worker, step) + σ ξ``, ``ξ ~ N(0, I)`` from ``fold_in(key, step)``.
 
-    For a short float32 parameter vector (fewer than :data:`WINDOW_BELOW` numbers, more
+    For a short float32 parameter vector (fewer than ``WINDOW_BELOW`` numbers, more
     than one per window) and a Threefry key, ``prepare`` draws the noise of all steps of
-    the window at once with :func:`asynclab._random.normal_window` — the same numbers as
+    the window at once with ``asynclab._random.normal_window`` — the same numbers as
     drawing per step, but vectorised over workers and seeds (XLA on CPU vectorises along
     the innermost axis, and a short parameter axis there makes the per-step draw scalar
     code). Otherwise each step draws its own, which vectorises along a long parameter

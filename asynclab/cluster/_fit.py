@@ -385,7 +385,8 @@ def fit_stragglers(times_per_worker, *, threshold: float = 3.0, bootstrap: int =
       times_per_worker: a sequence with each worker's step times in order.
       threshold: a step straggles when it takes more than ``threshold`` × its worker's
         median step time; a number > 1.
-      bootstrap, seed: for the slowdown distribution's standard errors.
+      bootstrap: refits in the bootstrap of the slowdown distribution's standard errors.
+      seed: the bootstrap's seed.
 
     Returns:
       A :class:`StragglerFit`.
@@ -569,7 +570,8 @@ def fit_log(log, *, communication: bool = True, threshold: float | None = 3.0,
       threshold: straggler labelling factor over each worker's median (None: no
         straggler chain; every step is drawn independently).
       families: the candidate families.
-      bootstrap, seed: the bootstrap of the standard errors.
+      bootstrap: refits in the bootstrap of the standard errors.
+      seed: the bootstrap's seed.
       format: the file layout, for a path.
 
     Returns:

@@ -22,7 +22,8 @@ def summarize_log(log, *, threshold: float | None = 3.0, communication: bool = T
       threshold: straggler labelling factor (see :func:`fit_stragglers`), or None.
       communication: fit and replay compute + communication (True) or compute only.
       commits: commits simulated for the fitted and exponential staleness histograms.
-      bootstrap, seed: the standard errors' bootstrap.
+      bootstrap: refits in the standard errors' bootstrap.
+      seed: the bootstrap's seed.
       format: the file layout, for a path.
       job: the job to read from a wide file with several (its ``jobid``).
 

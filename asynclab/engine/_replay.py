@@ -750,7 +750,7 @@ def replay(
         centre their mean).
       record_every: record the central loss every k events (default: about 100 records,
         fewer where a record costs much next to the run's gradient work; see
-        :func:`~asynclab.engine._core.default_record_every`).
+        ``asynclab.engine._core.default_record_every``).
       record_paths: record central and worker trajectories (default: for d ≤ 2).
       progress: show a progress bar (None: only on a terminal or in a notebook).
       config: stored with the result.

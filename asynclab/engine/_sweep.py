@@ -117,6 +117,8 @@ def sweep(
     replays the same schedule (or the same one per seed with ``trace_per_seed``), since
     timing does not depend on the numbers.
 
+    The arguments not listed below are those of :func:`asynclab.run`.
+
     Args:
       grid: ``{name: values}``; the points are the product of the value lists, in order.
       runs_per_call: (point, seed) pairs replayed per compiled call; by default as many as fit
@@ -125,7 +127,6 @@ def sweep(
       record_paths: record trajectories (default False: a sweep's paths are rarely wanted).
       devices: the local devices each call's (point, seed) pairs are split over, as for
         :func:`asynclab.run`.
-      The other arguments are those of :func:`asynclab.run`.
 
     Returns:
       A :class:`~asynclab.engine.Result` whose per-seed arrays have the grid's axes in

@@ -188,12 +188,16 @@ class Explorer:
     ``timings`` the seconds the last update spent replaying and drawing.
 
     Args:
-      problem, rule, workers, learning_rate, noise, commits, seeds: the starting values
-        of the controls (η in 1/gradient units, σ² the variance of the additive Gaussian
-        gradient noise, commits the budget of server updates).
+      problem: the problem control's starting value (a name).
+      rule: the rule control's starting value (a name).
+      workers: the starting number of workers n.
+      learning_rate: the starting η, in 1/gradient units.
+      noise: the starting σ², the variance of the additive Gaussian gradient noise.
+      commits: the starting budget of server updates.
+      seeds: the starting number of seeds.
       straggler_delay: seconds the straggler's one local step takes longer (0: none).
       dpi: pixels per inch of the picture as shown (it is rendered at
-        :data:`PIXEL_RATIO` times that).
+        ``PIXEL_RATIO`` times that).
     """
 
     def __init__(self, problem: str = "beale", rule: str = "downpour", *, workers: int = 4,

@@ -36,8 +36,12 @@ def compare_rules(rules, *, problem: str = "mnist", workers: int = 4, commits: i
       rules: rule names (asynchronous rules share the schedule of the first seed).
       problem: ``mnist`` (5,000 real images), ``digits`` (1,797 8×8 digits) or any
         problem name.
-      workers, commits, learning_rate, local_steps, seed, compute: as for
-        :func:`asynclab.run`.
+      workers: as for :func:`asynclab.run`.
+      commits: as for :func:`asynclab.run`.
+      learning_rate: as for :func:`asynclab.run`.
+      local_steps: as for :func:`asynclab.run`.
+      seed: as for :func:`asynclab.run` (one seed).
+      compute: as for :func:`asynclab.run`.
       problem_options: options of the problem (``model``, ``batch_size``, …).
       record_every: record the loss and validation metrics every k commits (default:
         about 30 records).

@@ -43,7 +43,8 @@ def momentum_data(workers, compute: ComputeTime | str = "exponential", *, quick:
       workers: the worker counts n (each ≥ 1).
       compute: the compute-time distribution (a name or a ComputeTime).
       quick: the study's quick sizes (fewer commits and seeds).
-      seeds, commits: override the sizes.
+      seeds: overrides the study's number of seeds.
+      commits: overrides the study's number of commits.
     """
     if not isinstance(compute, ComputeTime):
         compute = ComputeTime(compute)

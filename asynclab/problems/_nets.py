@@ -65,7 +65,7 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
         the runs' seeds draw the batches and random initialisations.
 
     The problem records the training loss on a fixed subset of at most
-    :data:`LOSS_EXAMPLES` training examples, and evaluates the centre's validation loss
+    ``LOSS_EXAMPLES`` training examples, and evaluates the centre's validation loss
     and accuracy (``Result.metrics``). Its parameters are the model's dict of arrays.
     """
     if dataset not in DATASETS:

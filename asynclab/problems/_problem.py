@@ -76,7 +76,7 @@ class Problem(NamedTuple):
     @property
     def learning_rate(self) -> float:
         """η for a run that gives none: the problem's tuned value, else
-        :data:`LEARNING_RATE`."""
+        ``LEARNING_RATE``."""
         return float((self.defaults or {}).get("learning_rate", LEARNING_RATE))
 
     @property

@@ -124,7 +124,7 @@ def declare(kind: str, description: str, reference: str, static: tuple[str, ...]
       static: the hyperparameters that decide the shape of the computation. Every other
         one is traced, and must be a real number; a default that is a bool, an int or a
         string marks a static one, and forgetting to declare it so is an error here. A
-        default of None marks an option that adds state (:data:`STATE_OPTIONS`).
+        default of None marks an option that adds state (``STATE_OPTIONS``).
 
     The decorated factory validates concrete values (``ConfigError`` naming the rule and
     the field), skips the checks for traced values, and returns a rule whose

@@ -44,7 +44,7 @@ def load(path: str | Path) -> tuple[dict, dict]:
     """``(data, config)`` as written by :func:`save`.
 
     Raises:
-      ConfigError: the file is not a study's data (see :class:`asynclab._archive.Archive`
+      ConfigError: the file is not a study's data (see ``asynclab._archive.Archive``
         for the checks made before anything is read), or its metadata is damaged.
     """
     what = "a study's data (an .npz written by a figure or a study)"

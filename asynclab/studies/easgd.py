@@ -37,7 +37,7 @@ block (Jury's conditions), |det M| < 1 and |tr M| < 1 + det M, with det M =
 (1 − ηh)(1 − α − β). The paper's own order (the gradient and the elastic term both
 evaluated at the round's start) has the block [[1 − ηh − α, α], [β, 1 − β]] instead;
 the study computes both boundaries and sweeps the (ηh, α) plane in simulation for
-p ∈ {4, 8, 16} workers (one :func:`asynclab.replay_grid` per p over η × ρ).
+p ∈ {4, 8, 16} workers (one :func:`asynclab.engine.replay_grid` per p over η × ρ).
 """
 
 from __future__ import annotations

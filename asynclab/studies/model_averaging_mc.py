@@ -128,7 +128,7 @@ def _beale_recording_x():
 
 def replay_cell(config, problem, n, lam, steps, seeds, records):
     """The runs of one cell, (n, λ), ``steps`` local steps per worker, ``records`` + 1
-    loss records (one launch; :func:`_replay_seeds` splits the seeds into launches)."""
+    loss records (one launch; ``_replay_seeds`` splits the seeds into launches)."""
     rule = make_rule("model_averaging", learning_rate=config.learning_rate, local_steps=lam)
     rounds = steps // lam
     trace = simulate_sync(Cluster(workers=n), local_steps=lam, rounds=rounds)

@@ -26,7 +26,7 @@ study computes γ from the roots (:func:`theorem_rate`) and the exact expected t
 by iterating the recursion (:func:`expected_trajectory`).
 
 **The sweep.** For every n, every (η, μ) of a joint grid × every seed is replayed by one
-:func:`asynclab.replay_grid` (one compilation for the whole study; seed s schedules its
+:func:`asynclab.engine.replay_grid` (one compilation for the whole study; seed s schedules its
 own cluster with rng = s, the same schedules for every point of one n). Two scores per
 point, side by side:
 
