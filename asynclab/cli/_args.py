@@ -1,0 +1,332 @@
+"""Argument types, the flags several commands share, and the checks that turn flags into
+the library's options."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from .. import _validate
+from .._errors import ConfigError
+
+
+def _value(text: str):
+    """A ``--param`` value: int, float, bool or string."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _learning_rate(args, problem) -> float:
+    """--learning-rate, else the problem's default."""
+    return problem.learning_rate if args.learning_rate is None else args.learning_rate
+
+
+def _params(pairs) -> dict:
+    out = {}
+    for pair in pairs or ():
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"--param takes NAME=VALUE, got {pair!r}")
+        name = name.strip().replace("-", "_")
+        if name in out:
+            raise ConfigError(f"--param {name} is given twice; give each parameter once")
+        out[name] = _value(value.strip())
+    import inspect
+
+    from ..engine import run
+
+    own = set(inspect.signature(run).parameters) - {"hyperparameters"}
+    for name in out:
+        if name in own:
+            raise ConfigError(f"{name} is not a rule hyperparameter: give it as "
+                              f"--{name.replace('_', '-')} rather than --param")
+    return out
+
+
+def _seeds(args) -> list[int]:
+    if args.seeds is None:
+        return [_validate.seed(0 if args.seed is None else args.seed, "--seed")]
+    if args.seed is not None:
+        raise ConfigError("give either --seed or --seeds, not both")
+    text = args.seeds.strip()
+    try:
+        if ":" in text:
+            start, stop = (int(x) for x in text.split(":"))
+            seeds = None
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds takes START:STOP or a comma list, got {text!r}") from None
+    if seeds is None:
+        if stop <= start:
+            raise ConfigError(f"--seeds {text!r} gives no seed")
+        if stop - start > _MAX_SEEDS:
+            raise ConfigError(f"--seeds {text!r} asks for {stop - start} seeds; at most "
+                              f"{_MAX_SEEDS} in one run")
+        _validate.seed(start, "--seeds START")
+        _validate.seed(stop - 1, "--seeds STOP - 1")
+        seeds = range(start, stop)
+    if not seeds:
+        raise ConfigError(f"--seeds {text!r} gives no seed")
+    return _validate.seeds(seeds, "--seeds")
+
+
+_MAX_SEEDS = 10**7
+
+
+def _start(text):
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--start takes comma-separated numbers, got {text!r}") from None
+
+
+def _count(minimum: int):
+    """An argparse type: an integer >= minimum."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, "
+                                             f"got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _finite(text: str) -> float:
+    """An argparse type: a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return value
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Shows ``(default: X)`` after every option that has a default other than None."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False or (
+                action.default is argparse.SUPPRESS):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the lab's one error format: ``asynclab: error: ...``, exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"asynclab: error: {message}\n(see `{self.prog} --help`)\n")
+
+
+def _default_rates() -> str:
+    from .._names import LEARNING_RATES
+
+    rates: dict[float, list[str]] = {}
+    for name, rate in LEARNING_RATES.items():
+        rates.setdefault(rate, []).append(name)
+    return "; ".join(f"{rate:g} for {', '.join(names)}" for rate, names in rates.items())
+
+
+def _problems_with(option: str) -> list[str]:
+    import inspect
+
+    from ..problems import PROBLEMS
+
+    return [name for name, factory in PROBLEMS.items()
+            if option in inspect.signature(factory).parameters]
+
+
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """Problem, rule, cluster, budget, seeds and start: what `run` and `sweep` share."""
+    from .._names import DISTRIBUTIONS, INITS, PROBLEMS
+
+    p.add_argument("--problem", default="beale",
+                   help=f"problem: {', '.join(PROBLEMS)}")
+    p.add_argument("--dim", type=_count(1), default=None,
+                   help=f"dimension ({', '.join(_problems_with('dim'))}; default: the "
+                   "problem's)")
+    p.add_argument("--condition", type=_positive, default=None,
+                   help=f"condition number ({', '.join(_problems_with('condition'))}; "
+                   "default: the problem's)")
+    p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
+    p.add_argument("--workers", type=_count(1), default=None,
+                   help="number of workers n (default: 4; 1 for sequential_sgd; the device "
+                   "count with --backend pmap/threads)")
+    p.add_argument("--local-steps", type=_count(1), default=None,
+                   help="λ, local steps per exchange (default: the rule's)")
+    p.add_argument("--learning-rate", type=_positive, default=None,
+                   help=f"η (default: the problem's own: {_default_rates()})")
+    p.add_argument("--noise", type=_finite, default=0.0,
+                   help="σ², variance of the additive Gaussian gradient noise")
+    p.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
+                   help=f"compute time per local step: {', '.join(DISTRIBUTIONS)} "
+                   "(default: exponential)")
+    p.add_argument("--compute-mean", type=_positive, default=None,
+                   help="mean seconds per local step (default: 1.0)")
+    p.add_argument("--compute-shape", type=_positive, default=None,
+                   help="lognormal σ or gamma shape k (default: 1.0)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--commits", type=_count(1), default=None,
+                        help="budget in commits, rounds for synchronous rules (default: 1000)")
+    budget.add_argument("--horizon", type=_positive, default=None,
+                        help="budget in simulated seconds (simulator only)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="the seed, an integer in [0, 2**32) (default: 0)")
+    p.add_argument("--seeds", default=None,
+                   help="several seeds, START:STOP or a,b,c (simulator only); every seed "
+                   "replays the schedule simulated with the first seed (the same commit "
+                   "order and staleness) with its own gradient noise and random start, "
+                   "unless --trace-per-seed")
+    p.add_argument("--trace-per-seed", action="store_true",
+                   help="simulate a separate schedule for every seed (simulator only)")
+    p.add_argument("--init", default="start", choices=INITS,
+                   help="start: the problem's fixed start (or --start); random: uniform in "
+                   "its box, drawn per seed; random_per_worker: synchronous rules only")
+    p.add_argument("--start", default=None,
+                   help="fixed start point, e.g. 1.0,1.75 (with --init start; default: the "
+                   "problem's)")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a rule hyperparameter, e.g. --param gamma=1e-4 (repeatable; see "
+                   "`asynclab rules`)")
+    p.add_argument("--record-every", type=_count(1), default=None,
+                   help="record the central loss every K events (default: about 100 "
+                   "records, fewer where a net's records would cost more than a quarter of "
+                   "its gradient work; every event with --backend pmap)")
+
+
+def _add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """The net problems' options: one meaning for each of these flags in every command."""
+    p.add_argument("--model", default=None,
+                   help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16 "
+                        "(default: the data set's own)")
+    p.add_argument("--batch-size", type=_count(1), default=None,
+                   help="digits/mnist/collider: examples per local step (default 32)")
+    p.add_argument("--shards", default=None,
+                   help="digits/mnist/collider: iid, class or dirichlet:ALPHA (default iid)")
+
+
+def _add_overwrite(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace output files that exist (only files of the kind this "
+                   "command writes); without it an existing file is refused before any work")
+
+
+def _given(args, flags: dict) -> list[str]:
+    return [flag for name, flag in flags.items() if getattr(args, name) not in (None, False)]
+
+
+def _check_model(args) -> None:
+    """Refuse contradictory model flags and bad seeds before anything is computed."""
+    if args.start is not None and args.init != "start":
+        raise ConfigError(f"--start sets the fixed start, which --init {args.init} replaces; "
+                          "drop one of them")
+    if args.compute_shape is not None and (args.compute or "exponential") not in (
+            "lognormal", "gamma"):
+        raise ConfigError(f"--compute-shape applies to --compute lognormal or gamma, not "
+                          f"{args.compute or 'exponential'}")
+    for option, flag in (("dim", "--dim"), ("condition", "--condition")):
+        if getattr(args, option) is not None and args.problem not in _problems_with(option):
+            raise ConfigError(f"{flag} applies to {', '.join(_problems_with(option))}, not "
+                              f"--problem {args.problem}")
+    _seeds(args)
+
+
+def _check_outputs(args) -> None:
+    """Every output file, before any work: writable, not an existing file unless
+    --overwrite (or --resume for the checkpoint), no two flags naming one file."""
+    _validate.distinct_outputs({"--save": args.save, "--plot": args.plot,
+                                "--checkpoint": args.checkpoint})
+    if args.save is not None:
+        _validate.output_path(args.save, "--save", suffixes=(".npz",),
+                              overwrite=args.overwrite, kind="result")
+    if args.plot is not None:
+        _validate.output_path(args.plot, "--plot", suffixes=_validate.plot_formats(),
+                              overwrite=args.overwrite)
+    if args.checkpoint is not None:
+        resuming = args.resume and _exists(args.checkpoint)
+        if resuming:
+            _validate.input_file(args.checkpoint, "--checkpoint")
+        _validate.output_path(args.checkpoint, "--checkpoint",
+                              overwrite=args.overwrite or resuming,
+                              kind=None if resuming else "checkpoint")
+
+
+def _exists(path) -> bool:
+    from pathlib import Path
+
+    return Path(path).exists()
+
+
+def _compute(args):
+    from ..cluster import ComputeTime
+
+    return ComputeTime(args.compute or "exponential",
+                       mean=1.0 if args.compute_mean is None else args.compute_mean,
+                       shape=1.0 if args.compute_shape is None else args.compute_shape)
+
+
+def _problem_options(args) -> dict:
+    from ..problems import DATA_PROBLEMS
+
+    options = {}
+    data = args.problem in DATA_PROBLEMS
+    if args.dim is not None:
+        if data:
+            raise ConfigError(f"--dim: {args.problem} is a data set; its dimension is the "
+                              "model's (choose the model with --model)")
+        options["dim"] = args.dim
+    if args.condition is not None:
+        options["condition"] = args.condition
+    for field in ("model", "batch_size", "shards"):
+        value = getattr(args, field, None) if hasattr(args, "shards") else None
+        if value is None:
+            continue
+        flag = "--" + field.replace("_", "-")
+        if not data:
+            raise ConfigError(f"{flag} applies to the data problems "
+                              f"({', '.join(DATA_PROBLEMS)}), not to {args.problem!r}")
+        options[field] = value
+    if data and getattr(args, "start", None) is not None:
+        raise ConfigError(f"--start: {args.problem} has a net's parameters; its start is "
+                          "the model's seeded initialisation")
+    return options
+
+
+def _simulation_options(args) -> dict:
+    """The keyword arguments `run` and `sweep` share, from the model flags, with the CLI's
+    defaults: 4 workers (1 for sequential_sgd) and 1,000 commits."""
+    workers = args.workers if args.workers is not None else (
+        1 if args.rule == "sequential_sgd" else 4)
+    if args.commits is None and args.horizon is None:
+        args.commits = 1000
+    return dict(
+        workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,
+        seeds=_seeds(args), learning_rate=args.learning_rate, local_steps=args.local_steps,
+        noise=args.noise, init=args.init, trace_per_seed=args.trace_per_seed,
+        record_every=args.record_every, progress=None,  # stderr: JSON stays alone on stdout
+        problem_options=_problem_options(args), start=_start(args.start),
+        **_params(args.param),
+    )

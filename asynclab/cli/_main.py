@@ -1,0 +1,146 @@
+"""The ``asynclab`` executable: the parser of every command, errors, Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._errors import ConfigError
+from ._args import _add_overwrite, _count, _exists, _Help, _Parser
+from .demo import _demo
+from .figures import _figure_names, _figures
+from .rules import _rules
+from .run import _add_run_arguments, _run
+from .sweep import _add_sweep_arguments, _sweep
+from .trace import _add_log_arguments, _add_trace_parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.",
+        formatter_class=_Help)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="simulate a cluster and replay it with a rule",
+                       description="Simulate a cluster and replay its schedule with an update "
+                       "rule, for one or several seeds; print a summary.",
+                       formatter_class=_Help)
+    _add_run_arguments(p)
+    _add_log_arguments(p)
+    p.set_defaults(func=_run)
+    p = sub.add_parser("sweep", help="replay a grid of hyperparameter values x seeds in one "
+                       "compiled call and report the best point", formatter_class=_Help)
+    _add_sweep_arguments(p)
+    p.set_defaults(func=_sweep)
+    _add_trace_parser(sub)
+    p = sub.add_parser("rules", help="list the update rules", formatter_class=_Help)
+    p.set_defaults(func=_rules)
+    p = sub.add_parser("demo", help="a demonstration run: summary + plot",
+                       formatter_class=_Help)
+    p.add_argument("--out", default="asynclab-demo.png",
+                   help="where to write the plot (.png, .pdf, .svg, ...)")
+    p.add_argument("--commits", type=_count(1), default=20000, help="commits per seed")
+    _add_overwrite(p)
+    p.set_defaults(func=_demo)
+    p = sub.add_parser("figures", help="regenerate figures (all, or the ones named)",
+                       formatter_class=_Help,
+                       epilog=f"figures: {_figure_names()}")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="figure names (default: every figure, listed below)")
+    p.add_argument("--quick", action="store_true", help="small, fast versions")
+    p.add_argument("--out", default=None,
+                   help="output folder (default: ./figures if it exists, else the current "
+                        "folder); data go to OUT/data/")
+    _add_overwrite(p)
+    p.set_defaults(func=_figures)
+    return parser
+
+
+#: The exit status after Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
+def _interrupted(args) -> str:
+    """The one line printed on Ctrl-C: what was lost and how to continue."""
+    checkpoint = getattr(args, "checkpoint", None)
+    if checkpoint is None:
+        return "asynclab: interrupted"
+    if _exists(checkpoint):
+        return (f"asynclab: interrupted; {checkpoint} holds the run up to its last "
+                "checkpoint: rerun the same command with --resume to continue")
+    return ("asynclab: interrupted before the first checkpoint was written (nothing to "
+            "resume; --checkpoint-every K saves every K segments)")
+
+
+def main(argv=None) -> int:
+    import warnings
+
+    from .. import _environment
+
+    try:
+        _environment.import_jax()  # the parser's problem list imports JAX
+    except ConfigError as error:
+        print(f"asynclab: error: {error}", file=sys.stderr)
+        return 2
+    args = build_parser().parse_args(argv)
+    try:
+        if args.func in (_run, _sweep, _demo, _figures):  # the commands that compile
+            from .._cache import enable_compile_cache
+
+            _environment.check()
+            enable_compile_cache()
+        with warnings.catch_warnings():
+            # a diverging run overflows on purpose; it is reported as DIVERGED instead
+            warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+            warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+            return args.func(args)
+    except ConfigError as error:
+        print(f"asynclab: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\n{_interrupted(args)}", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:  # e.g. `asynclab rules | head`
+        sys.stderr.close()
+        return 0
+
+
+def _interrupt_outside_callbacks() -> None:
+    """Ctrl-C raises KeyboardInterrupt, but never inside a garbage-collection callback.
+
+    Python drops an exception raised in a ``gc`` callback ("Exception ignored in ..."),
+    and JAX runs one at every collection: a Ctrl-C that lands there was lost and the run
+    went on. The handler raises it again 10 ms later instead, outside the callback.
+    """
+    import signal
+
+    if not hasattr(signal, "setitimer") or signal.getsignal(signal.SIGINT) not in (
+            signal.default_int_handler, signal.SIG_DFL):
+        return
+
+    def interrupt(signum, frame):
+        if frame is not None and frame.f_code.co_name.endswith("gc_callback"):
+            signal.signal(signal.SIGALRM, interrupt)
+            signal.setitimer(signal.ITIMER_REAL, 0.01)
+            return
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+
+
+def console() -> None:
+    """The ``asynclab`` executable: :func:`main`, then exit with its status.
+
+    After Ctrl-C the process ends at once (``os._exit``) instead of tearing down JAX:
+    XLA aborts when its runtime is destroyed while device computations or worker threads
+    are still in flight. Checkpoints and saved results are written atomically, so
+    nothing on disk is left half-written.
+    """
+    import os
+
+    _interrupt_outside_callbacks()
+    code = main()
+    if code == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)

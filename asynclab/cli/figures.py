@@ -1,0 +1,17 @@
+"""``asynclab figures``: the lab's figures, built or redrawn."""
+
+from __future__ import annotations
+
+
+def _figures(args) -> int:
+    from ..figures import build
+
+    timings = build(args.names, quick=args.quick, out=args.out, overwrite=args.overwrite)
+    print(f"{len(timings)} figure(s) in {sum(timings.values()):.1f} s")
+    return 0
+
+
+def _figure_names() -> str:
+    from .._names import FIGURES
+
+    return ", ".join(FIGURES)

@@ -1,0 +1,239 @@
+"""``asynclab run``: the simulator, or real devices (``--backend pmap`` / ``threads``)."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from .. import _validate
+from .._errors import ConfigError
+from ._args import (
+    _add_data_arguments,
+    _add_model_arguments,
+    _add_overwrite,
+    _check_model,
+    _check_outputs,
+    _compute,
+    _count,
+    _given,
+    _learning_rate,
+    _params,
+    _problem_options,
+    _seeds,
+    _simulation_options,
+    _start,
+)
+from ._output import _report
+from .trace import _log_cluster
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    _add_model_arguments(p)
+    _add_data_arguments(p)
+    p.add_argument("--backend", default="sim", choices=("sim", "pmap", "threads"),
+                   help="sim: simulated cluster; pmap: one worker per device, "
+                   "replaying the simulated schedule; threads: free-running workers")
+    p.add_argument("--devices", type=_count(1), default=None,
+                   help="devices for --backend pmap/threads (default: --workers); with the "
+                   "simulator, the local devices the seeds are split over (default: all)")
+    p.add_argument("--simulate-devices", action="store_true",
+                   help="run on --devices simulated CPU devices, even where a GPU is installed")
+    p.add_argument("--checkpoint", default=None, help="pmap: checkpoint file")
+    p.add_argument("--checkpoint-every", type=_count(1), default=None,
+                   help="pmap: checkpoint every K segments/rounds (default: at the end only)")
+    p.add_argument("--resume", action="store_true", help="pmap: continue from --checkpoint")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--save", default=None, help="save the result here (a .npz file)")
+    _add_overwrite(p)
+    p.add_argument("--plot", default=None,
+                   help="draw the run into this file (.png, .pdf, .svg, ...)")
+
+
+_DEVICE_ONLY = {"devices": "--devices", "simulate_devices": "--simulate-devices"}
+
+
+_PMAP_ONLY = {"checkpoint": "--checkpoint", "checkpoint_every": "--checkpoint-every",
+              "resume": "--resume"}
+
+
+_SIM_ONLY = {"seeds": "--seeds", "trace_per_seed": "--trace-per-seed", "horizon": "--horizon"}
+
+
+_TIMING = {"compute": "--compute", "compute_mean": "--compute-mean",
+           "compute_shape": "--compute-shape"}
+
+
+def _check_run(args) -> None:
+    """Refuse flags that this configuration would ignore, and unwritable outputs, before
+    anything is computed."""
+    backend = args.backend
+    refused = []
+    if backend == "sim" and args.simulate_devices and args.devices is None:
+        refused += [("--simulate-devices", "--devices N")]
+    if backend != "pmap":
+        refused += [(f, "--backend pmap") for f in _given(args, _PMAP_ONLY)]
+    if backend != "sim":
+        refused += [(f, "the simulator (--backend sim)") for f in _given(args, _SIM_ONLY)]
+    if backend == "threads":
+        refused += [(f, "the simulated schedules (threads measure real compute times)")
+                    for f in _given(args, _TIMING)]
+    log = "--trace-log" if args.trace_log else "--fit-log" if args.fit_log else None
+    if log is not None:
+        refused += [(f, f"the distributions asynclab draws (the log's times replace them, "
+                     f"so not with {log})") for f in _given(args, _TIMING)]
+    if args.log_end is not None and not args.trace_log:
+        refused += [("--log-end", "--trace-log")]
+    if refused:
+        flag, where = refused[0]
+        if flag == "--seeds":
+            raise ConfigError(f"--backend {backend} runs one seed (--seed); --seeds applies "
+                              "only to the simulator (--backend sim)")
+        backend_bound = where.startswith(("--backend", "the simulator", "the simulated"))
+        raise ConfigError(f"{flag} applies only to {where}; drop it"
+                          + (f" with --backend {backend}" if backend_bound else ""))
+    if args.resume and args.checkpoint is None:
+        raise ConfigError("--resume continues from --checkpoint FILE; give the file")
+    if args.checkpoint_every is not None and args.checkpoint is None:
+        raise ConfigError("--checkpoint-every needs --checkpoint FILE")
+    _check_model(args)
+    _check_outputs(args)
+
+
+def _run(args) -> int:
+    _check_run(args)
+    if args.backend == "threads" and (args.trace_log or args.fit_log):
+        raise ConfigError("--trace-log / --fit-log set a simulated schedule; --backend threads "
+                          "measures its own (asynclab.cluster.log_from_threads records it)")
+    if args.backend != "sim":
+        return _run_on_devices(args)
+    from ..engine import run
+    from ..problems import DATA_PROBLEMS, get_problem
+
+    options = _simulation_options(args)
+    if args.devices is not None:  # the seeds split over that many local devices
+        if args.simulate_devices:
+            from ..backends import simulate_cpu_devices
+
+            simulate_cpu_devices(args.devices)
+        options["devices"] = args.devices
+    cluster = _log_cluster(args)
+    if cluster is not None:  # the log's cluster decides the workers and their times
+        options.update(workers=None, cluster=cluster)
+    problem_options = dict(options["problem_options"])
+    if args.problem in DATA_PROBLEMS:  # one shard per worker, as run() makes them
+        problem_options["workers"] = cluster.workers if cluster else options["workers"]
+    problem = get_problem(args.problem, **problem_options)
+    result = run(args.problem, args.rule, **options)
+    _report(args, result, problem)
+    return 0
+
+
+def _devices(args):
+    """``(n, devices)``: the devices one worker each runs on. ``--simulate-devices`` selects
+    N simulated CPU devices before JAX starts, whatever accelerator is installed."""
+    from ..backends import cpu_devices, simulate_cpu_devices
+
+    n = args.devices if args.devices is not None else args.workers
+    if n is None:
+        raise ConfigError(f"--backend {args.backend} needs --devices N")
+    if args.simulate_devices:
+        simulate_cpu_devices(n)
+        return n, cpu_devices(n)
+    import jax
+
+    available = jax.devices()
+    if n > len(available):
+        raise ConfigError(
+            f"--devices {n} but JAX sees {len(available)} {available[0].platform} device(s); "
+            "simulate CPU devices with --simulate-devices, or JAX_PLATFORMS=cpu and "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={n} set before JAX starts"
+        )
+    return n, available[:n]
+
+
+def _run_on_devices(args) -> int:
+
+    n, devices = _devices(args)
+
+    from ..engine import Result, build_rule, schedule
+    from ..problems import DATA_PROBLEMS, get_problem
+
+    seed = _seeds(args)[0]
+    options = _problem_options(args)
+    if args.problem in DATA_PROBLEMS:
+        options["workers"] = n  # one shard per worker
+    problem = get_problem(args.problem, **options)
+    if args.start is not None:
+        from ..engine._run import with_start
+
+        problem = with_start(problem, _start(args.start))
+    rule = build_rule(args.rule, learning_rate=_learning_rate(args, problem),
+                      local_steps=args.local_steps, workers=n, **_params(args.param))
+    # a device runs one committing unit: a worker, or a group of the mixed rule
+    group_size = rule.group_size
+    workers = n * group_size
+    if args.workers is not None and args.workers != workers:
+        per = f" (groups of {group_size}, one per device)" if group_size > 1 else ""
+        raise ConfigError(f"one {'group' if group_size > 1 else 'worker'} per device: "
+                          f"--workers {args.workers} != {workers}{per}")
+    if args.commits is None:
+        args.commits = 1000
+    record_every = args.record_every or (1 if args.backend == "pmap" else None)
+    _check_device_memory(args, problem, rule, workers, record_every)
+    config = {"problem": args.problem, "problem_options": options, "rule": rule.name,
+              "synchronous": rule.synchronous, "hyperparameters": dict(rule.hyperparameters),
+              "workers": workers, "commits": args.commits, "seeds": [seed],
+              "noise": args.noise, "init": args.init, "backend": args.backend}
+    progress = False if args.json else None
+    if args.backend == "threads":
+        from ..backends import predicted_staleness, run_threads
+        from ..engine import replay
+
+        real = run_threads(rule, problem, commits=args.commits, workers=n, seed=seed,
+                           noise=args.noise, init=args.init, progress=progress,
+                           devices=devices)
+        # the real schedule replayed by the engine gives the run's numbers and records
+        result = replay(rule, problem, real.trace, seeds=[seed], noise=args.noise,
+                        init=args.init, record_every=record_every, progress=False,
+                        config=config)
+        predicted, _ = predicted_staleness(real)
+        extra = {"backend": "threads", "wall_time": round(real.wall_time, 4),
+                 "commits_per_second": round(real.trace.n_events / real.wall_time, 1),
+                 "predicted_mean_staleness": float(np.mean(predicted.staleness)),
+                 "predicted_staleness_histogram": np.bincount(predicted.staleness).tolist()}
+        _report(args, result, problem, extra)
+        return 0
+    from ..backends import run_pmap
+    from ..cluster import Cluster
+
+    cluster = (_log_cluster(args, workers)
+               or Cluster(workers, _compute(args), group_size=group_size))
+    trace = schedule(rule, cluster, commits=args.commits, rng=seed)
+    out = run_pmap(rule, problem, trace, seed=seed, noise=args.noise, init=args.init,
+                   record_every=record_every, checkpoint=args.checkpoint,
+                   checkpoint_every=args.checkpoint_every, resume=args.resume,
+                   overwrite=args.overwrite, progress=progress, devices=devices)
+    result: Result = out.result
+    result.config.update(config)
+    wall = np.asarray(out.wall_time)
+    wall = wall[np.isfinite(wall)]  # a diverged run stops before its last segments
+    extra = {"backend": "pmap", "segments": int(out.segments),
+             "segments_run": int(wall.size),
+             "wall_time": round(float(wall.sum()), 4),
+             "wall_time_per_segment": round(float(wall.mean()), 6) if wall.size else 0.0}
+    _report(args, result, problem, extra)
+    return 0
+
+
+def _check_device_memory(args, problem, rule, workers, record_every) -> None:
+    """The memory guard for device runs: schedule, per-event records, trajectories."""
+    from ..engine._core import default_record_every
+
+    events = args.commits
+    paths = problem.dim <= 2
+    width = problem.dim * (workers if rule.synchronous else 1)
+    every = record_every or default_record_every(rule, problem, max(events, 1), workers)
+    _validate.check_memory(_validate.memory_estimate(
+        events, records=events // every + 1, record_bytes=8 + (8 * problem.dim if paths else 0),
+        event_bytes=8 * width if paths else 0), "--commits")
