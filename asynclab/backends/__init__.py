@@ -11,6 +11,7 @@ from ._distributed import initialize as initialize
 from ._pmap import BackendRun as BackendRun
 from ._pmap import run_pmap as run_pmap
 from ._pmap import segment_starts as segment_starts
+from ._run import run_devices as run_devices
 from ._threads import ThreadsRun as ThreadsRun
 from ._threads import predicted_staleness as predicted_staleness
 from ._threads import run_threads as run_threads
@@ -24,6 +25,7 @@ __all__ = [
     "predicted_staleness",
     "random_order_trace",
     "round_robin_trace",
+    "run_devices",
     "run_pmap",
     "run_threads",
     "segment_starts",

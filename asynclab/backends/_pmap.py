@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -42,6 +41,7 @@ from jax.sharding import PartitionSpec as P
 
 from .. import _validate
 from .._errors import ConfigError
+from .._programs import Programs
 from .._progress import progress_bar
 from ..cluster import RoundTrace, Trace
 from ..engine import Result, structure_key, with_values
@@ -364,7 +364,8 @@ def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
     return segment
 
 
-_PROGRAMS: OrderedDict = OrderedDict()
+#: the compiled rounds, segments and initial states
+_PROGRAMS = Programs(16)
 
 
 def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices,
@@ -376,40 +377,36 @@ def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, dev
     Keys travel as their raw data (``uint32``) and are wrapped on the devices."""
     key = (structure_key(rule), id(problem), noise, record_paths, tuple(d.id for d in devices),
            key_dtype)
-    if key in _PROGRAMS:
-        _PROGRAMS.move_to_end(key)
-        return _PROGRAMS[key][-1]
-    gradient = stochastic_gradient(problem, noise)
-    build = round_program if rule.synchronous else segment_program
 
-    def program(shared, worker, key_data, plan, values):
-        step = build(with_values(rule, values), gradient, problem.loss, problem.evaluate,
-                     record_paths)
-        return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype), plan)
+    def build():
+        gradient = stochastic_gradient(problem, noise)
+        make = round_program if rule.synchronous else segment_program
 
-    fn = _over_devices(program, _mesh(devices), in_axes=(None, 0, 0, None, None),
-                       out_axes=(None, 0, (None, None, 0, None)))
-    _PROGRAMS[key] = (rule, problem, fn)
-    while len(_PROGRAMS) > 16:
-        _PROGRAMS.popitem(last=False)
-    return fn
+        def program(shared, worker, key_data, plan, values):
+            step = make(with_values(rule, values), gradient, problem.loss, problem.evaluate,
+                        record_paths)
+            return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype),
+                        plan)
+
+        return _over_devices(program, _mesh(devices), in_axes=(None, 0, 0, None, None),
+                             out_axes=(None, 0, (None, None, 0, None)))
+
+    return _PROGRAMS.get(key, build, keep=(rule, problem))
 
 
 def _initial(rule: Rule, problem: Problem, n_workers: int, init: str):
     """The jitted ``init_key -> (server, workers, loss of the centre, its metrics)``,
     cached (the metrics are None for a problem without ``evaluate``)."""
     key = ("initial", structure_key(rule), id(problem), n_workers, init)
-    if key not in _PROGRAMS:
-        def initial(init_key, values):
-            server, workers = initial_state(with_values(rule, values), problem, init_key,
-                                            n_workers, init)
-            metrics = None if problem.evaluate is None else problem.evaluate(server.center)
-            return server, workers, problem.loss(server.center), metrics
 
-        _PROGRAMS[key] = (rule, problem, jax.jit(initial, compiler_options=compiler_options()))
-        while len(_PROGRAMS) > 16:
-            _PROGRAMS.popitem(last=False)
-    return _PROGRAMS[key][-1]
+    def initial(init_key, values):
+        server, workers = initial_state(with_values(rule, values), problem, init_key,
+                                        n_workers, init)
+        metrics = None if problem.evaluate is None else problem.evaluate(server.center)
+        return server, workers, problem.loss(server.center), metrics
+
+    return _PROGRAMS.get(key, lambda: jax.jit(initial, compiler_options=compiler_options()),
+                         keep=(rule, problem))
 
 
 # ----------------------------------------------------------------------------- checks

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from .. import _validate
 from .._errors import ConfigError
 from ._args import (
@@ -156,7 +154,7 @@ def _run_on_devices(args) -> int:
 
     n, devices = _devices(args)
 
-    from ..engine import Result, build_rule, schedule
+    from ..engine import build_rule
     from ..problems import DATA_PROBLEMS, get_problem
 
     seed = _seeds(args)[0]
@@ -186,42 +184,19 @@ def _run_on_devices(args) -> int:
               "workers": workers, "commits": args.commits, "seeds": [seed],
               "noise": args.noise, "init": args.init, "backend": args.backend}
     progress = False if args.json else None
-    if args.backend == "threads":
-        from ..backends import predicted_staleness, run_threads
-        from ..engine import replay
+    cluster = None
+    if args.backend == "pmap":
+        from ..cluster import Cluster
 
-        real = run_threads(rule, problem, commits=args.commits, workers=n, seed=seed,
-                           noise=args.noise, init=args.init, progress=progress,
-                           devices=devices)
-        # the real schedule replayed by the engine gives the run's numbers and records
-        result = replay(rule, problem, real.trace, seeds=[seed], noise=args.noise,
-                        init=args.init, record_every=record_every, progress=False,
-                        config=config)
-        predicted, _ = predicted_staleness(real)
-        extra = {"backend": "threads", "wall_time": round(real.wall_time, 4),
-                 "commits_per_second": round(real.trace.n_events / real.wall_time, 1),
-                 "predicted_mean_staleness": float(np.mean(predicted.staleness)),
-                 "predicted_staleness_histogram": np.bincount(predicted.staleness).tolist()}
-        _report(args, result, problem, extra)
-        return 0
-    from ..backends import run_pmap
-    from ..cluster import Cluster
+        cluster = (_log_cluster(args, workers)
+                   or Cluster(workers, _compute(args), group_size=group_size))
+    from ..backends import run_devices
 
-    cluster = (_log_cluster(args, workers)
-               or Cluster(workers, _compute(args), group_size=group_size))
-    trace = schedule(rule, cluster, commits=args.commits, rng=seed)
-    out = run_pmap(rule, problem, trace, seed=seed, noise=args.noise, init=args.init,
-                   record_every=record_every, checkpoint=args.checkpoint,
-                   checkpoint_every=args.checkpoint_every, resume=args.resume,
-                   overwrite=args.overwrite, progress=progress, devices=devices)
-    result: Result = out.result
-    result.config.update(config)
-    wall = np.asarray(out.wall_time)
-    wall = wall[np.isfinite(wall)]  # a diverged run stops before its last segments
-    extra = {"backend": "pmap", "segments": int(out.segments),
-             "segments_run": int(wall.size),
-             "wall_time": round(float(wall.sum()), 4),
-             "wall_time_per_segment": round(float(wall.mean()), 6) if wall.size else 0.0}
+    result, extra = run_devices(
+        rule, problem, backend=args.backend, devices=devices, commits=args.commits,
+        seed=seed, noise=args.noise, init=args.init, record_every=record_every,
+        cluster=cluster, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+        resume=args.resume, overwrite=args.overwrite, progress=progress, config=config)
     _report(args, result, problem, extra)
     return 0
 

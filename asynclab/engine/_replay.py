@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -27,6 +25,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _validate
 from .._errors import ConfigError
+from .._programs import Programs
 from .._progress import note, progress_bar
 from ..cluster import RoundTrace, Trace
 from ..problems import Problem, stochastic_gradient
@@ -294,10 +293,10 @@ def _over_runs(fn, devices: tuple, in_specs, donate=()):
     return jax.jit(program, donate_argnums=donate, compiler_options=options)
 
 
-_INITIAL: OrderedDict = OrderedDict()
-# Studies may replay several configurations from threads at once; the caches below are
-# shared, so their look-up-or-insert steps are serialised.
-_CACHE_LOCK = threading.RLock()
+#: the compiled initial states and chunk replays (studies may replay several
+#: configurations from threads at once: each cache builds a key once)
+_INITIAL = Programs(32)
+_COMPILED = Programs(32)
 
 #: How many times a replay (or its initial state) was traced, by kind; tests read it to
 #: prove that new hyperparameter values, seeds or grids do not compile again.
@@ -326,13 +325,9 @@ def hyperparameter_values(rule: Rule, batch: int) -> dict:
 
 
 def _initial_carry_batch(rule, problem, n_workers, init, devices):
-    with _CACHE_LOCK:
-        return _initial_carry_batch_locked(rule, problem, n_workers, init, devices)
-
-
-def _initial_carry_batch_locked(rule, problem, n_workers, init, devices):
     key = (structure_key(rule), id(problem), n_workers, init, devices)
-    if key not in _INITIAL:
+
+    def build():
         def initial(seed, values):
             TRACE_COUNT["initial"] += 1
             k, worker_keys = seed_keys(seed, n_workers)
@@ -341,14 +336,11 @@ def _initial_carry_batch_locked(rule, problem, n_workers, init, devices):
             metrics = None if problem.evaluate is None else problem.evaluate(center)
             return carry, worker_keys, (problem.loss(center), metrics)
 
-        fn = _over_runs(jax.vmap(initial), devices, (True, True))
-        _INITIAL[key] = (rule, problem, fn)
-        while len(_INITIAL) > 32:
-            _INITIAL.popitem(last=False)
-    return _INITIAL[key][-1]
+        return _over_runs(jax.vmap(initial), devices, (True, True))
+
+    return _INITIAL.get(key, build, keep=(rule, problem))
 
 
-_COMPILED: OrderedDict = OrderedDict()
 #: the entry of a chunk's traced values that holds σ (see :func:`traced_noise`)
 NOISE_STD = "__noise_std__"
 
@@ -380,9 +372,12 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unrol
     element.
     """
     devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
-    with _CACHE_LOCK:
-        return _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared,
-                                      unroll, devices)
+    traced = traced_noise(problem, noise)
+    key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
+           n_workers, shared, unroll, devices)
+    return _COMPILED.get(key, lambda: _build_chunk(rule, problem, noise, traced, record_paths,
+                                                   n_workers, shared, unroll, devices),
+                         keep=(rule, problem))
 
 
 def traced_noise(problem, noise) -> bool:
@@ -391,14 +386,8 @@ def traced_noise(problem, noise) -> bool:
     return problem.oracle is None and check_noise(noise) > 0
 
 
-def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared, unroll,
-                           devices):
-    traced = traced_noise(problem, noise)
-    key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
-           n_workers, shared, unroll, devices)
-    if key in _COMPILED:
-        _COMPILED.move_to_end(key)
-        return _COMPILED[key][-1]
+def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, unroll,
+                 devices):
     fixed = None if traced else stochastic_gradient(problem, noise)
 
     def event(carry, worker_keys, worker_id, active, index, values):
@@ -418,11 +407,7 @@ def _compiled_chunk_locked(rule, problem, noise, record_paths, n_workers, shared
         TRACE_COUNT["chunk"] += 1
         return runner(carry, worker_keys, events, values)
 
-    fn = _over_runs(chunk, devices, (True, True, not shared, True), donate=(0,))
-    _COMPILED[key] = (rule, problem, fn)
-    while len(_COMPILED) > 32:
-        _COMPILED.popitem(last=False)
-    return fn
+    return _over_runs(chunk, devices, (True, True, not shared, True), donate=(0,))
 
 
 def check_options(rule, init, record_every) -> None:

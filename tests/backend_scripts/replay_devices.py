@@ -60,8 +60,8 @@ cases["digits net, 3 seeds"] = {"same": same(asynclab.run("digits", "downpour", 
 grid = dict(grid={"learning_rate": [0.01, 0.02, 0.04]}, workers=4, commits=200,
             seeds=range(3), noise=1.0)
 cases["sweep 3 x 3, 4 per call"] = {
-    "same": same(asynclab.sweep("quadratic", "dynsgd", batch_size=4, **grid),
-                 asynclab.sweep("quadratic", "dynsgd", batch_size=4, devices=1, **grid)),
+    "same": same(asynclab.sweep("quadratic", "dynsgd", runs_per_call=4, **grid),
+                 asynclab.sweep("quadratic", "dynsgd", runs_per_call=4, devices=1, **grid)),
     "seeds": 9, "diverged": 0}
 
 errors = {}
