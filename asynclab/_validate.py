@@ -109,16 +109,22 @@ def count(value, field: str, *, low: int = 1, high: int | None = None) -> int:
 
 
 def number(value, field: str, *, low: float | None = None, high: float | None = None,
-           low_open: bool = False, high_open: bool = False, dtype=None) -> float:
+           low_open: bool = False, high_open: bool = False, dtype=None,
+           allow_inf: bool = False) -> float:
     """``value`` as a finite float in the given range, checked in ``dtype`` (e.g.
     ``numpy.float32``, the precision a run computes in) when given: a value that rounds
-    onto a bound there is refused as the bound itself would be."""
+    onto a bound there is refused as the bound itself would be, and the message says
+    what it rounds to. ``allow_inf``: +inf and -inf pass (where the range allows them).
+
+    Every real-valued check of the lab comes here: the rules' hyperparameters, the
+    cluster's times and rates, the run's options.
+    """
     import numpy as np
 
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(
-        value)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and (
+        math.isfinite(value) or (allow_inf and not math.isnan(value)))
     x = float(value) if ok else math.nan
-    if ok and dtype is not None:
+    if ok and dtype is not None and math.isfinite(x):
         with np.errstate(over="ignore"):
             x = float(np.asarray(value, dtype=dtype))
         ok = math.isfinite(x)
@@ -129,8 +135,12 @@ def number(value, field: str, *, low: float | None = None, high: float | None = 
         right = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
         where = " and ".join(w for w in (left, right) if w)
         precision = f" in {np.dtype(dtype).name}" if dtype is not None else ""
-        raise ConfigError(f"{field} must be a finite number{' ' + where if where else ''}"
-                          f"{precision}, got {value!r}")
+        rounded = ""
+        if dtype is not None and ok is False and math.isfinite(x) and x != float(value):
+            rounded = f" ({np.dtype(dtype).name}: {x!r})"
+        kind = "a number" if allow_inf else "a finite number"
+        raise ConfigError(f"{field} must be {kind}{' ' + where if where else ''}"
+                          f"{precision}, got {value!r}{rounded}")
     return float(value)
 
 

@@ -26,10 +26,6 @@ def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 def _check_int(field: str, value, *, minimum: int) -> int:
     return _validate.count(value, field, low=minimum)
 
@@ -41,16 +37,8 @@ def _check_real(
     positive: bool = False,
     allow_inf: bool = False,
 ) -> float:
-    """Checks a real number is >= 0 (or > 0), not NaN, and finite unless allowed."""
-    ok = _is_real(value) and not math.isnan(value)
-    if ok:
-        value = float(value)
-        ok = (value > 0.0 if positive else value >= 0.0) and (allow_inf or math.isfinite(value))
-    if not ok:
-        bound = "> 0" if positive else ">= 0"
-        kind = "a number" if allow_inf else "a finite number"
-        raise ConfigError(f"{field} must be {kind} {bound}, got {value!r}")
-    return value
+    """A real number >= 0 (or > 0), finite unless ``allow_inf``."""
+    return _validate.number(value, field, low=0, low_open=positive, allow_inf=allow_inf)
 
 
 def as_generator(rng, field: str = "rng") -> np.random.Generator:

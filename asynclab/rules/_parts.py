@@ -7,7 +7,7 @@ is ``a = θᵏ − θ̃_pull``, its staleness ``τ = c − c_pull``.
 
 from __future__ import annotations
 
-import math
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -31,8 +31,6 @@ from ._base import (
 )
 
 _ONE = 1.0
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
-_FLOAT32_TINY = float(np.finfo(np.float32).smallest_subnormal)
 
 # ----------------------------------------------------------------------------- checks
 
@@ -43,74 +41,39 @@ def traced(value) -> bool:
     return isinstance(value, jax.core.Tracer)
 
 
-def _number(rule: str, name: str, value) -> float:
-    if isinstance(value, bool):
-        raise ConfigError(f"{rule}: {name} must be a number, got {value!r}")
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{rule}: {name} must be a number, got {value!r}") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"{rule}: {name} must be finite, got {value}")
-    if abs(value) > _FLOAT32_MAX:
-        raise ConfigError(f"{rule}: {name} = {value} overflows float32, the precision the "
-                          "rules compute in")
-    return value
+def _real(rule: str, name: str, value, **bounds) -> float:
+    """``value`` checked by :func:`asynclab._validate.number` in float32, the precision the
+    rules compute in; a concrete 0-d array (a grid's value) is read as its number first.
+    A traced value (see :func:`traced`) is returned unchecked, as by every check of a
+    real-valued hyperparameter here."""
+    if traced(value):
+        return value
+    if not isinstance(value, numbers.Real) and getattr(value, "ndim", None) == 0 \
+            and getattr(getattr(value, "dtype", None), "kind", "") in "fiu":
+        value = value.item()
+    return _validate.number(value, f"{rule}: {name}", dtype=np.float32, **bounds)
 
 
 def check_positive(rule: str, name: str, value) -> float:
-    """``value`` as a float > 0, or a ConfigError naming the rule and the parameter.
-
-    A traced value (see :func:`traced`) is returned unchecked, as by every check of a
-    real-valued hyperparameter here.
-    """
-    if traced(value):
-        return value
-    value = _number(rule, name, value)
-    if value <= 0:
-        raise ConfigError(f"{rule}: {name} must be a finite number > 0, got {value}")
-    if np.float32(value) == 0:
-        raise ConfigError(f"{rule}: {name} = {value} is 0 in float32, the precision the rules "
-                          f"compute in; give a value >= {_FLOAT32_TINY:.3g}")
-    return value
+    """``value`` as a float > 0 (also in float32), or a ConfigError naming the rule and
+    the parameter."""
+    return _real(rule, name, value, low=0, low_open=True)
 
 
 def check_nonnegative(rule: str, name: str, value) -> float:
     """``value`` as a float >= 0, or a ConfigError naming the rule and the parameter."""
-    if traced(value):
-        return value
-    value = _number(rule, name, value)
-    if value < 0:
-        raise ConfigError(f"{rule}: {name} must be a finite number >= 0, got {value}")
-    return value
+    return _real(rule, name, value, low=0)
 
 
 def check_momentum(rule: str, name: str, value) -> float:
-    """A momentum in (−1, 1): negative values compensate the implicit momentum."""
-    if traced(value):
-        return value
-    value = _number(rule, name, value)
-    if not -1.0 < float(np.float32(value)) < 1.0:
-        raise ConfigError(f"{rule}: {name} must lie in (-1, 1) in float32, the precision "
-                          f"the rules compute in, got {value!r}{_rounded(value)}")
-    return value
-
-
-def _rounded(value: float) -> str:
-    """`` (float32: 1.0)`` where float32 changes the value, else nothing."""
-    as32 = float(np.float32(value))
-    return f" (float32: {as32!r})" if as32 != value else ""
+    """A momentum in (−1, 1) in float32: negative values compensate the implicit
+    momentum."""
+    return _real(rule, name, value, low=-1, high=1, low_open=True, high_open=True)
 
 
 def check_fraction(rule: str, name: str, value) -> float:
-    """A number in (0, 1)."""
-    if traced(value):
-        return value
-    value = _number(rule, name, value)
-    if not 0.0 < float(np.float32(value)) < 1.0:
-        raise ConfigError(f"{rule}: {name} must lie in (0, 1) in float32, the precision "
-                          f"the rules compute in, got {value!r}{_rounded(value)}")
-    return value
+    """A number in (0, 1) in float32."""
+    return _real(rule, name, value, low=0, high=1, low_open=True, high_open=True)
 
 
 def check_count(rule: str, name: str, value, minimum: int = 1) -> int:
