@@ -1,0 +1,175 @@
+"""The docs' examples run as written: every code block of docs/*.md that is a program.
+
+What runs (the convention the pages follow):
+
+- every fenced ```python block, verbatim, in a fresh interpreter;
+- in every ```bash, ```console and ```sh block, each command line (a ``$ `` prompt
+  dropped, backslash continuations joined, ``# comments`` dropped) that starts with
+  ``asynclab `` or ``python ``: ``asynclab`` as ``python -m asynclab.cli``, ``python`` as
+  this interpreter. Other lines (``voila ...``) are not run.
+
+The blocks of one page run in the order they appear, each in a fresh interpreter, all in
+one empty folder of that page: a later block can read what an earlier one wrote, as a
+reader following the page would. The environment is the README test's: the checkout on
+``PYTHONPATH``, ``JAX_PLATFORMS=cpu``, ``MPLBACKEND=Agg`` and 4 simulated CPU devices.
+
+A block that must not run is preceded by an HTML comment, invisible on the rendered page,
+that says why::
+
+    <!-- norun: writes into the checkout's asynclab/data -->
+    ```console
+
+Keep it for commands that need another machine, an accelerator or hours, or that are not
+programs (a plan's pseudo-code); every exclusion must give its reason.
+
+Pages whose blocks take long together run in the slow tier (``SLOW``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+SHELLS = ("bash", "console", "sh")
+# pages whose blocks together take more than ~20 s on the 2-core machine: the slow tier
+SLOW = {
+    "nets.md": "the mnist command line (95 s) and three digits runs (22 s), measured here",
+}
+
+_FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+_NORUN = re.compile(r"<!--\s*norun:\s*(\S[^\n]*?)\s*-->\s*$")
+
+
+class Block(NamedTuple):
+    page: str
+    line: int           # the opening fence's line, 1-based
+    language: str       # the info string's first word
+    code: str
+    norun: str | None   # the reason it does not run, or None
+
+
+def parse(name: str, text: str) -> list[Block]:
+    """Every fenced block of the page ``name`` whose Markdown is ``text``, in order."""
+    found = []
+    for match in _FENCE.finditer(text):
+        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        norun = _NORUN.search(before)
+        found.append(Block(name, text.count("\n", 0, match.start()) + 1,
+                           (match.group(1).split() or [""])[0], match.group(2),
+                           norun.group(1) if norun else None))
+    return found
+
+
+def blocks(page: Path) -> list[Block]:
+    """Every fenced block of ``page``, in order."""
+    return parse(page.name, page.read_text())
+
+
+def commands(block: Block) -> list[list[str]]:
+    """The command lines of a shell block that are run (see the module's docstring)."""
+    found = []
+    for line in block.code.replace("\\\n", " ").splitlines():
+        line = line.strip()
+        line = line[2:] if line.startswith("$ ") else line
+        if line.startswith(("asynclab ", "python ")):
+            found.append(shlex.split(line, comments=True))
+    return found
+
+
+def runnable(found: list[Block]) -> list[Block]:
+    """The blocks that run: python blocks and shell blocks with a command, not excluded."""
+    return [b for b in found if b.norun is None
+            and (b.language == "python" or (b.language in SHELLS and commands(b)))]
+
+
+def _pages() -> list[Path]:
+    return sorted(DOCS.glob("*.md"))
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env["JAX_PLATFORMS"] = "cpu"
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def _argv(command: list[str]) -> list[str]:
+    if command[0] == "asynclab":
+        return [sys.executable, "-m", "asynclab.cli", *command[1:]]
+    return [sys.executable, *command[1:]]
+
+
+def _run(block: Block, folder: Path) -> list[tuple[str, subprocess.CompletedProcess]]:
+    """Runs one block in ``folder``; ``(what ran, its process)`` per program."""
+    if block.language == "python":
+        programs = [(block.code, [sys.executable, "-c", block.code])]
+    else:
+        programs = [(shlex.join(c), _argv(c)) for c in commands(block)]
+    return [(shown, subprocess.run(argv, cwd=folder, env=_env(), capture_output=True,
+                                   text=True, timeout=600))
+            for shown, argv in programs]
+
+
+def _check(block: Block, ran: list[tuple[str, subprocess.CompletedProcess]]) -> None:
+    for shown, proc in ran:
+        where = f"{block.page}:{block.line} ({block.language})\n{shown}\n---\n"
+        assert proc.returncode == 0, where + proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr, where + proc.stderr[-3000:]
+        assert "Warning" not in proc.stderr, where + proc.stderr[-3000:]
+
+
+def _page_param(page: Path):
+    marks = [pytest.mark.slow] if page.name in SLOW else []
+    return pytest.param(page, id=page.name, marks=marks)
+
+
+def test_the_docs_have_examples_and_every_exclusion_says_why():
+    pages = _pages()
+    assert {"design.md", "logs.md", "nets.md", "rules.md"} <= {p.name for p in pages}
+    assert sum(len(runnable(blocks(p))) for p in pages) >= 8
+    assert set(SLOW) <= {p.name for p in pages}
+    for page in pages:
+        text = page.read_text()
+        # a norun comment must sit right before a fence, or it excludes nothing
+        comments = len(re.findall(r"^<!--\s*norun:", text, re.M))
+        assert comments == sum(b.norun is not None for b in blocks(page)), page
+        for block in blocks(page):
+            if block.norun is not None:
+                assert len(block.norun) > 10, block
+
+
+def test_the_block_reader():
+    page = (
+        "text\n\n```python\nprint(1)\n```\n\n<!-- norun: needs a GPU for hours -->\n"
+        "```bash\nasynclab run --problem mnist \\\n    --seeds 0:4  # all\n```\n\n"
+        "```console\n$ python x.py --out y\nvoila z.ipynb\n```\n\n```\nasynclab no\n```\n")
+    found = parse("page.md", page)
+    assert [(b.line, b.language, b.norun) for b in found] == [
+        (3, "python", None), (8, "bash", "needs a GPU for hours"), (13, "console", None),
+        (18, "", None)]
+    assert commands(found[1]) == [["asynclab", "run", "--problem", "mnist", "--seeds",
+                                   "0:4"]]
+    assert commands(found[2]) == [["python", "x.py", "--out", "y"]]
+    assert [b.line for b in runnable(found)] == [3, 13]
+
+
+@pytest.mark.parametrize("page", [_page_param(p) for p in _pages() if runnable(blocks(p))])
+def test_the_page_runs_as_written(page, tmp_path):
+    """Every runnable block of ``page``, in order, in one empty folder."""
+    for block in runnable(blocks(page)):
+        start = time.perf_counter()
+        ran = _run(block, tmp_path)
+        print(f"{block.page}:{block.line} {block.language} {time.perf_counter() - start:.1f} s")
+        _check(block, ran)
