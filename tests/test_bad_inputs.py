@@ -633,7 +633,7 @@ def _mc_config():
 
 
 def _restore_records(saved, *, events, segments):
-    from asynclab.backends._pmap import _Records
+    from asynclab.backends._device_records import _Records
 
     _Records(False, 1, events, 2).restore(saved, events, segments)
 

@@ -55,7 +55,7 @@ def run_devices(rule: Rule, problem: Problem, *, backend: str, devices, commits:
 
         raise ConfigError(f"backend must be 'pmap' or 'threads', got {backend!r}")
     from ..cluster import Cluster
-    from ._pmap import run_pmap
+    from ._device_executor import run_pmap
 
     if cluster is None:
         cluster = Cluster(len(devices) * rule.group_size, group_size=rule.group_size)
