@@ -11,7 +11,7 @@ replay), each real-valued control is moved to a few values in turn and every cha
 timed from ``.value = ...`` until the new PNG is in the image widget: the schedule is
 simulated again when the control is a cluster setting, the run replayed, the picture
 redrawn and encoded. The ``compiles`` column counts the replay's traces during those
-changes (``asynclab.engine._replay.TRACE_COUNT``); it must be 0. The last rows time a
+changes (``asynclab.engine._compiled.TRACE_COUNT``); it must be 0. The last rows time a
 change of σ² (a new value compiles its gradient oracle once; returning to a value seen
 before does not) and the time slider (no replay, only a redraw).
 
@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from asynclab.engine._replay import TRACE_COUNT
+from asynclab.engine._compiled import TRACE_COUNT
 from asynclab.notebook import Explorer
 
 CHANGES = {

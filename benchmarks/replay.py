@@ -587,13 +587,13 @@ def reduction_rows(quick: bool):
     """Row (j): ``(workload, rate as compiled, rate with XLA's default, seed 0's run the
     same alone and in the launch: as compiled, with the default)``."""
     from asynclab.cluster import simulate_sync
-    from asynclab.engine import _core, _replay, schedule
+    from asynclab.engine import _compiled, _core, schedule
 
     ours_options = _core.CPU_COMPILER_OPTIONS
 
     def use(ours):  # the caches do not key on the options: empty them at each switch
-        _replay._COMPILED.clear()
-        _replay._INITIAL.clear()
+        _compiled._COMPILED.clear()
+        _compiled._INITIAL.clear()
         _core.CPU_COMPILER_OPTIONS = ours_options if ours else {}
 
     beale = asynclab.problems.beale()

@@ -15,7 +15,7 @@ end, compilation included, each row once from a cold compilation cache:
 (b) loop, traced values      the same loop now: the points share one compiled replay.
 (c) sweep                    one ``asynclab.sweep`` over the whole grid.
 
-Compiles counts the traces of the chunk replay (``asynclab.engine._replay.TRACE_COUNT``).
+Compiles counts the traces of the chunk replay (``asynclab.engine._compiled.TRACE_COUNT``).
 The script checks that (c) gives the numbers of (b) at every point: the same runs diverge
 at the same events, and the recorded losses agree to float32 rounding (XLA on CPU
 vectorises a batch of 2,816 replicas differently from one of 32, which moves the last
@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 import asynclab
-from asynclab.engine import _replay
+from asynclab.engine import _compiled
 
 MOMENTA = (-0.5, -0.3, -0.1, 0.0, 0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
 RATES = tuple(float(x) for x in np.geomspace(1e-3, 3e-2, 8))
@@ -48,14 +48,14 @@ COMMON = dict(workers=16, noise=1.0, problem_options={"dim": 10, "condition": 10
 
 def _cold():
     """Forget every compiled replay, as if each call came from a fresh rule."""
-    _replay._COMPILED.clear()
-    _replay._INITIAL.clear()
+    _compiled._COMPILED.clear()
+    _compiled._INITIAL.clear()
 
 
 def loop(size, clear: bool):
     """(a)/(b): a Python loop of run() calls; returns (loss array, seconds, compiles)."""
     _cold()
-    before = _replay.TRACE_COUNT["chunk"]
+    before = _compiled.TRACE_COUNT["chunk"]
     start = time.perf_counter()
     losses = []
     for mu in size["momenta"]:
@@ -69,19 +69,19 @@ def loop(size, clear: bool):
     seconds = time.perf_counter() - start
     shape = (len(size["momenta"]), len(size["rates"]))
     return np.stack(losses).reshape(shape + losses[0].shape), seconds, \
-        _replay.TRACE_COUNT["chunk"] - before
+        _compiled.TRACE_COUNT["chunk"] - before
 
 
 def swept(size):
     """(c): one sweep; returns (loss array, seconds, compiles)."""
     _cold()
-    before = _replay.TRACE_COUNT["chunk"]
+    before = _compiled.TRACE_COUNT["chunk"]
     start = time.perf_counter()
     r = asynclab.sweep("quadratic", "downpour", grid={"server_momentum": size["momenta"],
                                                       "learning_rate": size["rates"]},
                        commits=size["commits"], seeds=range(size["seeds"]), **COMMON)
     seconds = time.perf_counter() - start
-    return r.loss, seconds, _replay.TRACE_COUNT["chunk"] - before
+    return r.loss, seconds, _compiled.TRACE_COUNT["chunk"] - before
 
 
 def main(argv=None) -> None:

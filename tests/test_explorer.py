@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from asynclab.engine._replay import TRACE_COUNT
+from asynclab.engine._compiled import TRACE_COUNT
 from asynclab.notebook import Explorer, rule_controls
 
 # small runs; every explorer of the same structure reuses one compilation

@@ -8,7 +8,7 @@ import asynclab
 from asynclab import ConfigError
 from asynclab.cluster import Cluster, ComputeTime, Straggler, simulate_async
 from asynclab.engine import replay
-from asynclab.engine._replay import TRACE_COUNT
+from asynclab.engine._compiled import TRACE_COUNT
 from asynclab.problems import beale, quadratic
 from asynclab.rules import RULES, adag, downpour, dynsgd, make_rule
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import asynclab
-from asynclab.engine import _replay
+from asynclab.engine import _compiled
 from asynclab.engine._core import initial_state
 from asynclab.problems import quadratic
 from asynclab.rules import RULES, aeasgd, downpour, easgd, make_rule, model_averaging
@@ -71,10 +71,10 @@ def test_a_momentum_of_zero_computes_what_no_momentum_computes(option):
 
 def test_a_grid_over_a_state_option_is_one_compilation():
     problem = quadratic(dim=D, condition=3.0)
-    before = _replay.TRACE_COUNT["chunk"]
+    before = _compiled.TRACE_COUNT["chunk"]
     result = asynclab.sweep(problem, "downpour", grid={"server_momentum": [0.0, 0.3, 0.6]},
                             workers=N, commits=200, seeds=[0, 1], learning_rate=0.05)
-    assert _replay.TRACE_COUNT["chunk"] - before == 1
+    assert _compiled.TRACE_COUNT["chunk"] - before == 1
     assert result.loss.shape[:2] == (3, 2)
     # μ = 0 of the grid is DOWNPOUR without momentum
     plain = asynclab.run(problem, "downpour", workers=N, commits=200, seeds=[0, 1],

@@ -10,7 +10,7 @@ import pytest
 import asynclab
 from asynclab import ConfigError
 from asynclab.cli import main
-from asynclab.engine import Result, _replay, best_point, scores
+from asynclab.engine import Result, _compiled, best_point, scores
 from asynclab.problems import quadratic
 from asynclab.rules import RULES, downpour, make_rule
 
@@ -27,21 +27,21 @@ def _fresh_problem():
 
 def test_sweep_compiles_once_and_new_learning_rates_do_not_recompile():
     problem = _fresh_problem()
-    before = dict(_replay.TRACE_COUNT)
+    before = dict(_compiled.TRACE_COUNT)
     # 3 x 4 points x 2 seeds = 24 pairs in calls of 5: five calls, the last one padded
     result = asynclab.sweep(problem, "downpour", grid={"learning_rate": [0.01, 0.02, 0.03],
                                                        "server_momentum": [-0.3, 0, 0.3, 0.6]},
                             workers=4, commits=100, seeds=[0, 1], noise=1.0, runs_per_call=5)
     assert result.loss.shape[:3] == (3, 4, 2)
-    assert _replay.TRACE_COUNT["chunk"] - before["chunk"] == 1
-    assert _replay.TRACE_COUNT["initial"] - before["initial"] == 1
+    assert _compiled.TRACE_COUNT["chunk"] - before["chunk"] == 1
+    assert _compiled.TRACE_COUNT["initial"] - before["initial"] == 1
 
     first = asynclab.run(problem, "downpour", workers=4, commits=100, seeds=[0, 1, 2],
                          learning_rate=0.01, noise=1.0)
-    traced = dict(_replay.TRACE_COUNT)
+    traced = dict(_compiled.TRACE_COUNT)
     second = asynclab.run(problem, "downpour", workers=4, commits=100, seeds=[0, 1, 2],
                           learning_rate=0.02, noise=1.0)
-    assert _replay.TRACE_COUNT == traced  # another value, the same compiled replay
+    assert _compiled.TRACE_COUNT == traced  # another value, the same compiled replay
     assert not np.array_equal(first.final_params, second.final_params)
 
     # server momentum given adds the server's previous centre: a new program, once; its
@@ -49,15 +49,15 @@ def test_sweep_compiles_once_and_new_learning_rates_do_not_recompile():
     for mu in (0.4, 0.0, 0.7):
         asynclab.run(problem, "downpour", workers=4, commits=100, seeds=[0, 1, 2],
                      learning_rate=0.02, server_momentum=mu, noise=1.0)
-    assert _replay.TRACE_COUNT["chunk"] - traced["chunk"] == 1
+    assert _compiled.TRACE_COUNT["chunk"] - traced["chunk"] == 1
 
 
 def test_a_static_hyperparameter_does_compile_again():
     problem = _fresh_problem()
     asynclab.run(problem, "agn", workers=2, commits=20, local_steps=2, learning_rate=0.01)
-    before = _replay.TRACE_COUNT["chunk"]
+    before = _compiled.TRACE_COUNT["chunk"]
     asynclab.run(problem, "agn", workers=2, commits=20, local_steps=3, learning_rate=0.01)
-    assert _replay.TRACE_COUNT["chunk"] == before + 1
+    assert _compiled.TRACE_COUNT["chunk"] == before + 1
 
 
 # ------------------------------------------------------------------------ sweep = runs
@@ -303,9 +303,9 @@ def test_a_new_noise_variance_reuses_the_compiled_replay_and_scales_the_noise():
     kw = dict(workers=4, commits=200, seeds=[0, 1], learning_rate=0.05)
     clean = asynclab.run(problem, "downpour", noise=0.0, **kw).final_params
     one = asynclab.run(problem, "downpour", noise=1.0, **kw).final_params
-    before = dict(_replay.TRACE_COUNT)
+    before = dict(_compiled.TRACE_COUNT)
     four = asynclab.run(problem, "downpour", noise=4.0, **kw).final_params
-    assert _replay.TRACE_COUNT == before
+    assert _compiled.TRACE_COUNT == before
     assert np.abs(one - clean).max() > 1e-3  # the noise does move the centre
     np.testing.assert_allclose(four - clean, 2 * (one - clean), rtol=1e-4, atol=1e-5)
     # the same numbers as a compilation of its own (a problem object nothing shares)

@@ -1,13 +1,13 @@
 """The replay engine: a trace and a rule in, a result out."""
 
+from ._compiled import structure_key as structure_key
+from ._compiled import with_values as with_values
 from ._core import INITS as INITS
 from ._core import initial_state as initial_state
 from ._core import seed_keys as seed_keys
-from ._replay import ExchangeRecord as ExchangeRecord
-from ._replay import record_exchanges as record_exchanges
+from ._exchanges import ExchangeRecord as ExchangeRecord
+from ._exchanges import record_exchanges as record_exchanges
 from ._replay import replay as replay
-from ._replay import structure_key as structure_key
-from ._replay import with_values as with_values
 from ._result import Result as Result
 from ._run import build_rule as build_rule
 from ._run import run as run

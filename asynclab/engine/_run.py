@@ -21,7 +21,8 @@ from ..problems import DATA_PROBLEMS, Problem, get_problem
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._core import default_record_every, run_config
-from ._replay import check_options, replay, replay_devices
+from ._layout import replay_devices
+from ._replay import check_options, replay
 from ._result import Result
 
 

@@ -21,18 +21,11 @@ from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime
 from ..problems import Problem
 from ..rules import RULES, Rule
+from ._compiled import structure_key
 from ._core import run_config
+from ._layout import replay_devices
 from ._metrics import first_reached
-from ._replay import (
-    _check_seeds,
-    _Partial,
-    _plan,
-    _replay_batch,
-    _Replayed,
-    _result,
-    replay_devices,
-    structure_key,
-)
+from ._replay import _check_seeds, _Partial, _plan, _replay_batch, _Replayed, _result
 from ._result import Result
 from ._run import _prepare
 

@@ -21,7 +21,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import asynclab  # noqa: E402
-from asynclab.engine import _replay  # noqa: E402
+from asynclab.engine import _compiled  # noqa: E402
 
 surface = dict(workers=4, commits=200, noise=2.0, seeds=range(6), record_every=9)
 runs = {
@@ -42,7 +42,7 @@ alone = {  # the same on this process's first device alone
                             devices=jax.local_devices()[:1]),
 }
 report = {"process": jax.process_index(), "devices": jax.device_count(),
-          "spanning": sorted({len(key[-1]) for key in _replay._COMPILED}), "runs": {}}
+          "spanning": sorted({len(key[-1]) for key in _compiled._COMPILED}), "runs": {}}
 for name, result in runs.items():
     other = alone[name]
     report["runs"][name] = {

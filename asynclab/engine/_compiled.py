@@ -1,0 +1,138 @@
+"""The replay's compiled programs, cached by the rule's structure, the problem and the
+layout, so that new seeds and new values of the traced hyperparameters (σ included)
+reuse a compilation."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from .._errors import ConfigError
+from .._programs import Programs
+from ..problems import stochastic_gradient
+from ..problems._problem import check_noise
+from ..rules import RULES, Rule
+from ._core import (
+    seed_keys,
+)
+from ._events import _initial_carry, asynchronous_event, chunk_runner, synchronous_event
+from ._layout import _over_runs, replay_devices
+
+#: the compiled initial states and chunk replays (studies may replay several
+#: configurations from threads at once: each cache builds a key once)
+_INITIAL = Programs(32)
+
+
+_COMPILED = Programs(32)
+
+
+#: How many times a replay (or its initial state) was traced, by kind; tests read it to
+#: prove that new hyperparameter values, seeds or grids do not compile again.
+TRACE_COUNT = {"chunk": 0, "initial": 0}
+
+
+def structure_key(rule: Rule):
+    """What a compiled replay of ``rule`` depends on: its declared structure (name and
+    static hyperparameters), or the rule object itself for a rule assembled by hand."""
+    return ("declared",) + rule.structure if rule.structure is not None else ("object", id(rule))
+
+
+def with_values(rule: Rule, values) -> Rule:
+    """``rule`` rebuilt with traced hyperparameter ``values`` (a dict of arrays or tracers);
+    a rule assembled by hand, which has no declaration, is returned as it is."""
+    if rule.structure is None or not values:
+        return rule
+    return RULES[rule.structure[0]].rebuild(rule.structure[1], dict(values), rule.structure[2])
+
+
+def hyperparameter_values(rule: Rule, batch: int) -> dict:
+    """The rule's traced hyperparameters as float32 arrays of shape ``(batch,)``."""
+    if rule.structure is None:
+        return {}
+    return {k: np.full(batch, v, np.float32) for k, v in rule.values.items()}
+
+
+def _initial_carry_batch(rule, problem, n_workers, init, devices):
+    key = (structure_key(rule), id(problem), n_workers, init, devices)
+
+    def build():
+        def initial(seed, values):
+            TRACE_COUNT["initial"] += 1
+            k, worker_keys = seed_keys(seed, n_workers)
+            carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init)
+            center = carry.center
+            metrics = None if problem.evaluate is None else problem.evaluate(center)
+            return carry, worker_keys, (problem.loss(center), metrics)
+
+        return _over_runs(jax.vmap(initial), devices, (True, True))
+
+    return _INITIAL.get(key, build, keep=(rule, problem))
+
+
+#: the entry of a chunk's traced values that holds σ (see :func:`traced_noise`)
+NOISE_STD = "__noise_std__"
+
+
+def event_unroll(unroll=None) -> int:
+    """Events per iteration of the replay's compiled loop (``lax.scan(unroll=...)``):
+    ``unroll``, checked, or 1 for None.
+
+    On a CPU unrolling gains nothing and compiles longer (``benchmarks/replay.py``, row
+    (h)); on an accelerator, where every loop iteration costs kernel launches, a caller
+    with a long loop of small steps may want more.
+    """
+    if unroll is None:
+        return 1
+    if isinstance(unroll, bool) or not isinstance(unroll, int | np.integer) or unroll < 1:
+        raise ConfigError(f"unroll must be an integer >= 1, got {unroll!r}")
+    return int(unroll)
+
+
+def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1,
+                    devices=None):
+    """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
+    traced hyperparameters reuse the compilation.
+
+    Keyed by the rule's structure (:func:`structure_key`) and the identity of the problem
+    (kept alive in the cache, so an identity is never reused while its entry exists;
+    ``asynclab.problems.get_problem`` returns the same object for the same arguments).
+    The traced hyperparameters are the function's last argument, one value per batch
+    element.
+    """
+    devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
+    traced = traced_noise(problem, noise)
+    key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
+           n_workers, shared, unroll, devices)
+    return _COMPILED.get(key, lambda: _build_chunk(rule, problem, noise, traced, record_paths,
+                                                   n_workers, shared, unroll, devices),
+                         keep=(rule, problem))
+
+
+def traced_noise(problem, noise) -> bool:
+    """Whether the replay passes σ as a traced value (problems without an oracle of their
+    own, σ > 0), so that another σ reuses the compilation. ``noise`` is checked first."""
+    return problem.oracle is None and check_noise(noise) > 0
+
+
+def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, unroll,
+                 devices):
+    fixed = None if traced else stochastic_gradient(problem, noise)
+
+    def event(carry, worker_keys, worker_id, active, index, values):
+        values = dict(values)
+        std = values.pop(NOISE_STD, None)
+        gradient = stochastic_gradient(problem, std=std) if traced else fixed
+        built = with_values(rule, values)
+        if built.synchronous:
+            one = synchronous_event(built, gradient, n_workers)
+        else:
+            one = asynchronous_event(built, gradient)
+        return one(carry, worker_keys, worker_id, active, index)
+
+    runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll, shared)
+
+    def chunk(carry, worker_keys, events, values):
+        TRACE_COUNT["chunk"] += 1
+        return runner(carry, worker_keys, events, values)
+
+    return _over_runs(chunk, devices, (True, True, not shared, True), donate=(0,))

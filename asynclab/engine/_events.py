@@ -1,0 +1,184 @@
+"""One event of one run, and a chunk of events of a batch of runs: what the replay's
+compiled loop does (the scan over events, ``vmap`` over seeds, the divergence guard and
+the records)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..problems import Problem
+from ..rules import AXIS, Rule
+from ._core import (
+    all_finite,
+    initial_state,
+    put_row,
+    recorded_loss,
+    row,
+)
+
+
+class Carry(NamedTuple):
+    """What the scan carries for one seed.
+
+    Attributes:
+      server, workers: the rule's states (workers stacked on a leading axis).
+      diverged_at: the event at which the centre first became non-finite, -1 if none.
+      stopped: whether the run has ended: it diverged, or its trace ran out (the padding
+        events after a shorter trace's end). The states run on past that point, where
+        nothing reads them.
+      center: the centre the run ended with (its last finite one), once ``stopped``;
+        :func:`reported_center` reads it.
+    """
+
+    server: object
+    workers: object
+    diverged_at: jax.Array
+    stopped: jax.Array
+    center: object
+
+
+def _stepped(carry: Carry, server, workers, active, index) -> tuple[Carry, jax.Array]:
+    """An event's result and the divergence guard, for one seed: ``(carry, stop)``.
+
+    A live event (real, and the run not ended) whose centre is not finite marks the run
+    as diverged there. ``stop`` is true at the event that ends the run (the first that
+    diverges or is padding): the caller then keeps the centre from before it
+    (:func:`_keep_centers`). No select over the states: they run on.
+    """
+    running = ~carry.stopped
+    finite = all_finite(server.center)
+    stop = running & (~active | ~finite)
+    diverged_at = jnp.where(running & active & ~finite, index, carry.diverged_at)
+    return carry._replace(server=server, workers=workers, diverged_at=diverged_at,
+                          stopped=carry.stopped | stop), stop
+
+
+def _batched_select(keep, new, old):
+    """``new`` where ``keep`` else ``old``, per batch element (leading axis)."""
+    def leaf(a, b):
+        return jnp.where(keep.reshape(keep.shape + (1,) * (a.ndim - keep.ndim)), a, b)
+
+    return jax.tree.map(leaf, new, old)
+
+
+def _keep_centers(before: Carry, after: Carry, stop) -> Carry:
+    """``after``, keeping ``before``'s centre for the runs that stop at this event.
+
+    On a batch of runs, the select over the centres happens only at an event where one
+    of them stops (``lax.cond`` on the whole batch): once per run, not at every event.
+    """
+    center = jax.lax.cond(jnp.any(stop),
+                          lambda: _batched_select(stop, before.server.center, before.center),
+                          lambda: before.center)
+    return after._replace(center=center)
+
+
+def reported_center(carry: Carry):
+    """The centre a run reports: the server's while it runs, the kept one once ended."""
+    return _batched_select(carry.stopped, carry.center, carry.server.center)
+
+
+def _commit(rule, gradient):
+    """One commit of one seed, also returning the exchange's
+    :class:`~asynclab.rules.ExchangeInfo`: ``(carry, stop, local params, info)``."""
+
+    def commit(carry: Carry, worker_keys, worker_id, active, index):
+        before = row(carry.workers, worker_id)
+        worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
+        server, worker_after, info = rule.exchange(carry.server, worker)
+        workers = put_row(carry.workers, worker_id, worker_after)
+        carry, stop = _stepped(carry, server, workers, active, index)
+        return carry, stop, worker.params, info
+
+    return commit
+
+
+def asynchronous_event(rule, gradient):
+    """One commit: local work of the committing worker, then its exchange."""
+    commit = _commit(rule, gradient)
+
+    def event(carry: Carry, worker_keys, worker_id, active, index):
+        carry, stop, params, _ = commit(carry, worker_keys, worker_id, active, index)
+        return carry, stop, params
+
+    return event
+
+
+def synchronous_event(rule, gradient, n_workers):
+    """One round: every worker's local work, then the collective synchronisation."""
+    ids = jnp.arange(n_workers, dtype=jnp.int32)
+
+    def one_worker(server, worker, key, worker_id):
+        worker = rule.local(worker, gradient, key, worker_id)
+        server, worker_after, _ = rule.exchange(server, worker)
+        return server, worker_after, worker.params
+
+    all_workers = jax.vmap(one_worker, in_axes=(None, 0, 0, 0), out_axes=(None, 0, 0),
+                           axis_name=AXIS)
+
+    def event(carry: Carry, worker_keys, worker_id, active, index):
+        del worker_id
+        server, workers, local_params = all_workers(carry.server, carry.workers, worker_keys, ids)
+        carry, stop = _stepped(carry, server, workers, active, index)
+        return carry, stop, local_params
+
+    return event
+
+
+def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1,
+                 shared: bool = True):
+    """A function replaying ``(blocks, k)`` events of a batch of runs and recording after
+    every block: the central loss, with ``evaluate`` the centre's metrics (a dict), with
+    ``record_paths`` the centre and the workers' local parameters.
+
+    ``event(carry, worker_keys, worker_id, active, index, values)`` is one event of one
+    run; the loop over events runs outside its ``vmap`` over the batch, so that the
+    divergence guard's select happens only where a run stops (:func:`_keep_centers`).
+    ``shared``: one event sequence for the batch (else one per batch element, ``(B,
+    blocks, k)``). ``unroll``: events per iteration of the compiled loop
+    (``lax.scan(unroll=...)``; the same arithmetic per event).
+    """
+    axis = None if shared else 0
+    per_run = jax.vmap(event, in_axes=(0, 0, axis, axis, axis, 0))
+    record = jax.vmap(lambda c, d, i: recorded_loss(loss, c, d, i), in_axes=(0, 0, axis))
+
+    def chunk(carry: Carry, worker_keys, events, values):
+        if not shared:  # (B, blocks, k) -> (blocks, k, B): the loops slice leading axes
+            events = tuple(jnp.moveaxis(a, 0, -1) for a in events)
+
+        def block(carry, block_events):
+            def step(carry, e):
+                after, stop, path = per_run(carry, worker_keys, *e, values)
+                return _keep_centers(carry, after, stop), (path if record_paths else None)
+
+            carry, paths = jax.lax.scan(step, carry, block_events,
+                                        unroll=min(unroll, block_events[0].shape[0]))
+            center = reported_center(carry)
+            value, diverged_at = record(center, carry.diverged_at, block_events[2][-1])
+            # a loss that overflows while the centre is finite ends the run here
+            fresh = (diverged_at >= 0) & (carry.diverged_at < 0)
+            carry = carry._replace(diverged_at=diverged_at, stopped=carry.stopped | fresh,
+                                   center=_batched_select(fresh, center, carry.center))
+            metrics = None
+            if evaluate is not None:
+                gone = carry.diverged_at >= 0
+                metrics = {k: jnp.where(gone, jnp.nan, v)
+                           for k, v in jax.vmap(evaluate)(center).items()}
+            if paths is not None:  # (k, B, ...) -> (B, k, ...)
+                paths = jnp.moveaxis(paths, 1, 0)
+            return carry, (value, center if record_paths else None, paths, metrics)
+
+        carry, out = jax.lax.scan(block, carry, events)
+        # records (blocks, B, ...) -> (B, blocks, ...)
+        return carry, jax.tree.map(lambda x: jnp.moveaxis(x, 1, 0), out)
+
+    return chunk
+
+
+def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str) -> Carry:
+    server, workers = initial_state(rule, problem, key, n_workers, init)
+    return Carry(server, workers, jnp.asarray(-1, jnp.int32), jnp.asarray(False),
+                 server.center)
