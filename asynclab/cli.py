@@ -814,7 +814,12 @@ def _demo(args) -> int:
 
 
 def _figures(args) -> int:
-    from .figures import build
+    from .figures import build, redraw
+
+    if args.redraw:
+        drawn = redraw(args.names, out=args.out)
+        print(f"{len(drawn)} figure(s) redrawn from their saved data")
+        return 0
 
     timings = build(args.names, quick=args.quick, out=args.out, overwrite=args.overwrite)
     print(f"{len(timings)} figure(s) in {sum(timings.values()):.1f} s")
@@ -976,6 +981,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="figure names (default: every figure, listed below)")
     p.add_argument("--quick", action="store_true", help="small, fast versions")
+    p.add_argument("--redraw", action="store_true",
+                   help="no simulation: draw the PNGs again from OUT/data/NAME.npz "
+                        "(replaces the PNGs)")
     p.add_argument("--out", default=None,
                    help="output folder (default: ./figures if it exists, else the current "
                         "folder); data go to OUT/data/")
