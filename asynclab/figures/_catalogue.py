@@ -121,7 +121,8 @@ _ALL = [
            detail="momentum_tuning:plot_momentum_tuning_detail"),
     Figure("model_averaging_paths", "Model averaging on Beale's function with identical vs "
            "random initialisation: worker and central paths for λ ∈ {1, 5, 100, 1000}.",
-           "model_averaging_paths", "model_averaging_paths:plot_model_averaging_paths"),
+           "model_averaging_paths", "model_averaging_paths:plot_model_averaging_paths",
+           detail="model_averaging_paths:plot_model_averaging_paths_detail"),
     Figure("model_averaging_mc", "The probability that model averaging with random starts "
            "reaches Beale's global minimum, against n and λ, with Wilson intervals.",
            "model_averaging_mc", "model_averaging_mc:plot_model_averaging_mc"),

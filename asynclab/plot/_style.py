@@ -122,3 +122,14 @@ def tex(text) -> str:
 def panel_count(fig) -> int:
     """The panels of a figure: its axes that hold data (colour bars are not panels)."""
     return sum(1 for ax in fig.axes if ax.has_data() and not hasattr(ax, "_colorbar"))
+
+
+def plain_log_ticks(ax, axis: str = "x", subs=(1.0, 2.0, 5.0)):
+    """A logarithmic axis labelled at 1, 2, 5 × 10^k in plain numbers, minor ticks
+    unlabelled: no crowded or colliding ``3×10⁻³4×10⁻³`` labels."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(LogLocator(base=10.0, subs=subs))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(NullFormatter())
