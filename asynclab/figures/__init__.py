@@ -9,8 +9,8 @@ from pathlib import Path
 from .._errors import ConfigError
 from ._catalogue import FIGURES, Figure
 
-__all__ = ["FIGURES", "Figure", "available", "build", "default_out", "load_figure",
-           "produce", "redraw"]
+__all__ = ["FIGURES", "Figure", "available", "build", "default_out", "draw_saved",
+           "load_figure", "produce", "redraw"]
 
 
 def default_out() -> Path:
@@ -96,6 +96,8 @@ def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=N
 
 
 def _draw(name, data, config, draw, detail, out, *, title, pass_config):
+    """Draw ``NAME.png`` and (with ``detail``) ``NAME_detail.png`` into ``out`` (None:
+    write nothing); returns the two figures (the second None without ``detail``)."""
     import dataclasses
 
     options = {}
@@ -103,28 +105,40 @@ def _draw(name, data, config, draw, detail, out, *, title, pass_config):
         options["title"] = title(config)
     if pass_config:
         options["config"] = dataclasses.asdict(config)
-    draw(data, out / f"{name}.png", **options)
+    main = draw(data, None if out is None else out / f"{name}.png", **options)
+    companion = None
     if detail is not None:
-        detail(data, out / f"{name}_detail.png", **options)
+        companion = detail(data, None if out is None else out / f"{name}_detail.png",
+                           **options)
+    return main, companion
+
+
+def draw_saved(name: str, *, data: str | Path, out: str | Path | None = None):
+    """Draw figure ``name`` and its companion from its saved data ``DATA/NAME.npz`` (no
+    simulation), into ``out`` if given; returns the two matplotlib figures (the second
+    None where the figure has no companion)."""
+    import importlib
+
+    from .. import studies
+
+    figure = load_figure(name)
+    study = importlib.import_module(f"asynclab.studies.{figure.study}")
+    values, stored = studies.load(Path(data) / f"{name}.npz")
+    config = study.Config(**{k: tuple(v) if isinstance(v, list) else v
+                             for k, v in stored.items()})
+    return _draw(name, values, config, figure.drawing(), figure.drawing(detail=True),
+                 None if out is None else Path(out), title=figure.title,
+                 pass_config=figure.pass_config)
 
 
 def redraw(names=None, *, data=None, out: str | Path | None = None, echo=print):
     """Draw each named figure (all by default) and its companion again from its saved
     data (``DATA/NAME.npz``, ``DATA`` = ``out/data`` by default) into ``out``: no
     simulation, existing PNGs are replaced. Returns the names drawn."""
-    import importlib
-
-    from .. import studies
-
     figures = [load_figure(name) for name in (names or available())]
     out = Path(out) if out is not None else default_out()
     data = Path(data) if data is not None else out / "data"
     for figure in figures:
-        study = importlib.import_module(f"asynclab.studies.{figure.study}")
-        values, stored = studies.load(data / f"{figure.name}.npz")
-        config = study.Config(**{k: tuple(v) if isinstance(v, list) else v
-                                 for k, v in stored.items()})
-        _draw(figure.name, values, config, figure.drawing(), figure.drawing(detail=True),
-              out, title=figure.title, pass_config=figure.pass_config)
+        draw_saved(figure.name, data=data, out=out)
         echo(f"{figure.name}: redrawn -> {', '.join(figure.outputs())}")
     return [figure.name for figure in figures]

@@ -61,19 +61,19 @@ class Figure(NamedTuple):
 
 
 def _agn_title(config) -> str:
-    return (f"AGN with n = {config.workers} workers. Top: first commits Δ = a/λ of every "
-            f"worker from the pulled centre (unit length; black: −∇L) on a 2-D quadratic, "
-            f"η = {config.learning_rates[0]:g}, σ² = {config.direction_noise:g}, "
-            f"{config.direction_seeds} seeds.\nBottom: quadratic d = {config.dim}, "
-            f"condition {config.condition:g}, η = {config.learning_rate:g}; a batch of m "
-            f"examples ≡ gradient noise σ² = {config.noise:g}, a batch of λm ≡ σ²/λ and "
-            f"λ× the compute time; {config.seeds} seeds, each its own schedule")
+    return (rf"AGN with $n$ = {config.workers} workers. Top: first commits "
+            rf"$\Delta = a/\lambda$ from the pulled centre (unit length; black: $-\nabla L$), "
+            rf"2-D quadratic, $\sigma^2$ = {config.direction_noise:g}, "
+            f"{config.direction_seeds} seeds. Bottom: a batch of $m$ examples = gradient "
+            rf"noise $\sigma^2$ = {config.noise:g}, a batch of $\lambda m$ = "
+            r"$\sigma^2/\lambda$")
 
 
 def _implicit_momentum_title(config) -> str:
-    return (f"Implicit momentum of asynchrony: DOWNPOUR (λ = 1), quadratic d = {config.dim}, "
-            f"condition {config.condition:g}, η = {config.learning_rate:g}, exponential "
-            f"compute times, mean over {config.seeds} seeds (own schedule each)")
+    return (rf"Implicit momentum of asynchrony: DOWNPOUR ($\lambda$ = 1), quadratic $d$ = "
+            rf"{config.dim}, condition {config.condition:g}, $\eta$ = "
+            f"{config.learning_rate:g}, exponential compute times, mean over {config.seeds} "
+            "seeds")
 
 
 def _mnist_rules_title(config) -> str:
@@ -93,15 +93,15 @@ def _momentum_tuning_title(config) -> str:
 def _scaling_title(config) -> str:
     return (f"When does asynchrony pay off? {config.dataset} with {config.model}, batch "
             f"{config.batch_size}, {config.evaluations} gradient evaluations per run, "
-            f"η = {config.learning_rate:g} per gradient (a synchronous unit of k workers "
-            f"steps k·η on the mean), mixed = synchronous groups of {config.group_size}, "
-            f"{config.seeds} seeds")
+            rf"$\eta$ = {config.learning_rate:g} per gradient, mixed = synchronous groups of "
+            f"{config.group_size}")
 
 
 def _straggler_title(config) -> str:
-    return (f"A straggler on Beale's function: asynchronous SGD (λ = 1), n = {config.workers}, "
-            f"η = {config.learning_rate:g}, σ² = {config.noise:g}, exponential compute "
-            f"times; worker 0's first step takes {config.delay:g} s longer")
+    return (rf"A straggler on Beale's function: asynchronous SGD ($\lambda$ = 1), $n$ = "
+            rf"{config.workers}, $\eta$ = {config.learning_rate:g}, $\sigma^2$ = "
+            f"{config.noise:g}, exponential compute times; worker 0's first step takes "
+            f"{config.delay:g} s longer")
 
 
 _ALL = [

@@ -68,9 +68,9 @@ def _loss_panel(ax, data, rhos):
     ax.set_yscale("log")
     ax.set_xlabel(r"rounds ($\lambda$ local steps each)")
     ax.set_ylabel(r"central loss $f(\tilde\theta)$")
-    ax.set_title("central loss")
+    ax.set_title(r"central loss (noise-free, $\sigma^2$ = " f"{float(data['noise']):g})")
     ax.grid(alpha=0.3)
-    legend_outside(ax)
+    legend_below(ax, ncol=2)
 
 
 def _distance_panel(ax, data, rhos):
@@ -81,8 +81,9 @@ def _distance_panel(ax, data, rhos):
             key = _key(rho, stop)
             ax.plot(rounds[:-1], data[f"distance_{key}"].mean(axis=1), dash, color=color,
                     label=rf"$\rho$ = {rho:g}, {label}")
+        # the workers with early stop sit on this line: a wide pale band under them
         ax.plot(rounds[:-1], data[f"stop_distance_{_key(rho, True)}"].mean(axis=1), dash,
-                color=OKABE_ITO["grey"], lw=0.9,
+                color=OKABE_ITO["grey"], lw=5, alpha=0.45, zorder=1,
                 label=rf"$\rho$ = {rho:g}: stop test $(\Vert g\Vert - 1)/\rho$")
     ax.set_yscale("log")
     ax.set_ylim(1e-2, 20)
@@ -92,7 +93,7 @@ def _distance_panel(ax, data, rhos):
     ax.set_title("worker–centre distance: with early stop\n"
                  r"$-\eta g \approx \alpha(\theta^k - \tilde\theta)$")
     ax.grid(alpha=0.3)
-    legend_outside(ax)
+    legend_below(ax, ncol=2)
 
 
 def _map_panel(fig, ax, data):
@@ -166,7 +167,7 @@ def plot_easgd(data: dict, path=None):
     """Top: synchronous EASGD on Beale (paths for two ρ, central loss). Bottom: the
     worker–centre distance, asynchronous EASGD's stability over λ × ρ and at λ = 1."""
     rhos = [float(r) for r in data["elasticities"]]
-    fig, axes = panels(6, width=5.6, height=4.6)
+    fig, axes = panels(6, width=5.4, height=5.4)
     for ax, rho in zip(axes[:2], rhos[:2], strict=False):
         _paths_panel(ax, data, rho)
     legend_below(axes[0], ncol=2)

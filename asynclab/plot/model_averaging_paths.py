@@ -120,12 +120,18 @@ def plot_model_averaging_paths_detail(data: dict, path=None):
     lams = [int(v) for v in data["local_steps"]]
     inits = [str(v) for v in data["inits"]]
     rest = lams[1:-1] or lams
-    fig, axes = plt.subplots(len(inits), len(rest), figsize=(4.6 * len(rest), 4.9 * len(inits)),
+    fig, axes = plt.subplots(len(inits), len(rest), figsize=(4.6 * len(rest), 5.5 * len(inits)),
                              squeeze=False)
     for i, init in enumerate(inits):
         for j, lam in enumerate(rest):
             _panel(axes[i, j], data, init, lam, problem)
-            if j == 0:
-                legend_below(axes[i, j], ncol=2, gap=0.13)
-    what = ", " + ", ".join(rf"$\lambda$ = {lam}" for lam in rest)
-    return finish(fig, path, _title(data, what))
+    # one legend for both rows, under the figure
+    handles, labels = [], []
+    for ax in axes[:, 0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.0))
+    what = r", $\lambda \in$ {" + ", ".join(str(lam) for lam in rest) + "}"
+    return finish(fig, path, _title(data, what), rect=(0, 0.06, 1, 0.98))

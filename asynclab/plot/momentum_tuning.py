@@ -139,7 +139,7 @@ def _optimum_panel(ax, data):
     ax.set_xlabel("workers $n$")
     ax.set_ylabel(r"best explicit momentum $\mu$")
     ax.set_title(r"the optimal $\mu$ against $n$")
-    legend_below(ax, ncol=1)
+    legend_below(ax, ncol=1, gap=0.2)
 
 
 def _trajectory_panel(ax, data):
@@ -169,7 +169,7 @@ def _trajectory_panel(ax, data):
     ax.set_xlabel("commits")
     ax.set_ylabel("relative to the start")
     ax.set_title(f"$n$ = {n[i]}: the mean converges, single runs do not")
-    legend_below(ax, ncol=1)
+    legend_below(ax, ncol=1, gap=0.2)
 
 
 @styled
@@ -199,6 +199,12 @@ def plot_momentum_tuning_detail(data: dict, path=None, *, title: str | None = No
     fig, axes = plt.subplots(2, columns, figsize=(4.2 * columns + 1.5, 9.6), squeeze=False)
     for i in range(columns):
         _rate_map(fig, axes[0, i], data, i, bar=i == columns - 1, legend=False)
-        _runs_map(fig, axes[1, i], data, i, bar=i == columns - 1, legend=i == 0)
+        _runs_map(fig, axes[1, i], data, i, bar=i == columns - 1, legend=False)
+    # one legend for both rows, under the figure
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    more, names = axes[1, 0].get_legend_handles_labels()
+    keep = [(h, name) for h, name in zip(more, names, strict=True) if name not in labels]
+    fig.legend(handles + [h for h, _ in keep], labels + [name for _, name in keep],
+               loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.0))
     return finish(fig, path, None if title is None
-                  else "Every n: " + title[0].lower() + title[1:])
+                  else "Every $n$: " + title[0].lower() + title[1:], rect=(0, 0.05, 1, 1))
