@@ -162,7 +162,7 @@ def plot_mnist_rules(data: dict, path=None, *, title: str | None = None):
             _accuracy_panel(axes[j], data, j)
         else:
             axes[j].axis("off")
-    legend_outside(axes[1])
+    legend_outside(axes[min(1, len(data["windows"]) - 1)])  # the rules, once
     _target_panel(axes[2], data)
     _efficiency_panel(axes[3], data)
     _curves_panel(axes[4], data, "accuracy")
