@@ -15,6 +15,7 @@ from ._style import (  # noqa: E402
     RULE_COLORS,
     legend_outside,
     panels,
+    plain_log_ticks,
     styled,
 )
 
@@ -61,13 +62,16 @@ def _target_panel(ax, data):
     for r, rule in enumerate(_rules(data)):
         for j, lam in enumerate(data["windows"]):
             seconds = np.median(data["seconds_to_target"][r, :, j], axis=-1)
-            ax.plot(n, np.where(np.isfinite(seconds), seconds, np.nan),
+            # side by side and DOWNPOUR on top: at λ = 1 AGN's numbers are DOWNPOUR's
+            ax.plot(n + 0.8 * (r - 2), np.where(np.isfinite(seconds), seconds, np.nan),
                     MARKERS.get(rule, "o"), ls=STYLES[j % len(STYLES)], color=COLORS.get(rule),
+                    zorder=3 if rule == "downpour" else 2,
                     mfc="none" if j else None,
                     label=rf"{NAMES.get(rule, rule)}, $\lambda$ = {int(lam)}")
     ax.set_xticks(n)
     if np.any(np.isfinite(data["seconds_to_target"])):
         ax.set_yscale("log")
+        plain_log_ticks(ax, "y", subs=(1.0, 2.0, 3.0, 5.0))
     ax.set_xlabel("workers $n$")
     ax.set_ylabel("median simulated seconds to target\n(missing: not reached)")
     ax.set_title(f"time to validation accuracy {float(data['target']):g}")
