@@ -60,7 +60,8 @@ def _loss_panel(ax, data, lams, inits):
     ax.set_yscale("log")
     ax.set_xlabel(r"local steps per worker ($\lambda\,\times$ rounds)")
     ax.set_ylabel(rf"central loss $f(\tilde\theta)$, median over {len(data['seeds'])} seeds")
-    ax.set_title("centre against sequential SGD")
+    ax.set_title("centre against sequential SGD\n"
+                 r"(the curves of every $\lambda$ coincide)")
     ax.grid(alpha=0.3)
     legend_outside(ax)
 
