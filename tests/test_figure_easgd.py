@@ -110,6 +110,7 @@ def test_synchronous_stability_against_the_full_map():
 def test_easgd_figure_and_its_claims(tmp_path):
     data = load_figure("easgd").main(quick=True, out=tmp_path)
     assert (tmp_path / "easgd.png").stat().st_size > 20_000
+    assert (tmp_path / "easgd_detail.png").stat().st_size > 20_000  # its companion
     _synchronous_claims(data)
     _map_claims(data)
     _stability_claims(data)

@@ -75,6 +75,7 @@ def _check_probe(data, lam):
 def test_mnist_rules_quick_figure_and_its_claims(tmp_path):
     data = load_figure("mnist_rules").main(quick=True, out=tmp_path)
     assert (tmp_path / "mnist_rules.png").stat().st_size > 50_000
+    assert (tmp_path / "mnist_rules_detail.png").stat().st_size > 20_000  # its companion
     config = dataclasses.asdict(mnist_rules.Config.quick())
     rules = _check_measures(data, config)
     _check_probe(data, 15)

@@ -10,6 +10,7 @@ from asynclab.figures import load_figure
 def test_model_averaging_paths_figure_and_its_claims(tmp_path):
     data = load_figure("model_averaging_paths").main(quick=True, out=tmp_path)
     assert (tmp_path / "model_averaging_paths.png").stat().st_size > 20_000
+    assert (tmp_path / "model_averaging_paths_detail.png").stat().st_size > 20_000  # its companion
     lams = data["local_steps"]
     identical, random = 0, 1
     # identical starts: the centre follows sequential SGD's path for every λ. The two

@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="figure names (default: every figure, listed below)")
     p.add_argument("--quick", action="store_true", help="small, fast versions")
+    p.add_argument("--redraw", action="store_true",
+                   help="no simulation: draw the PNGs again from OUT/data/NAME.npz (an "
+                        "existing PNG is replaced only with --overwrite)")
     p.add_argument("--out", default=None,
                    help="output folder (default: ./figures if it exists, else the current "
                         "folder); data go to OUT/data/")

@@ -9,8 +9,8 @@ from pathlib import Path
 from .._errors import ConfigError
 from ._catalogue import FIGURES, Figure
 
-__all__ = ["FIGURES", "Figure", "available", "build", "default_out", "load_figure",
-           "produce"]
+__all__ = ["FIGURES", "Figure", "available", "build", "default_out", "draw_saved",
+           "load_figure", "produce", "redraw"]
 
 
 def default_out() -> Path:
@@ -41,8 +41,9 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
     """Build each named figure (all by default) into ``out``; returns timings.
 
     Every name, and every file a figure will write (``out/NAME.png``,
-    ``out/data/NAME.npz``), is checked before any figure is built: an existing file is
-    replaced only with ``overwrite`` (and its data only if they are a study's data).
+    ``out/NAME_detail.png``, ``out/data/NAME.npz``), is checked before any figure is
+    built: an existing file is replaced only with ``overwrite`` (and its data only if they
+    are a study's data).
     """
     from .. import _validate
     from .._cache import enable_compile_cache
@@ -53,7 +54,8 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
     _validate.writable_folder(out, "--out")
     _validate.writable_folder(out / "data", "--out")
     for figure in figures:
-        _validate.output_path(out / f"{figure.name}.png", "--out", overwrite=overwrite)
+        for png in figure.outputs():
+            _validate.output_path(out / png, "--out", overwrite=overwrite)
         _validate.output_path(out / "data" / f"{figure.name}.npz", "--out",
                               overwrite=overwrite, kind="study")
     timings = {}
@@ -66,8 +68,9 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
 
 
 def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=None,
-            title=None, pass_config: bool = False) -> dict:
-    """What every figure does: run the study, save its data, draw the PNG.
+            title=None, pass_config: bool = False, detail=None) -> dict:
+    """What every figure does: run the study, save its data, draw the PNG (and its
+    companion ``NAME_detail.png`` from the same data).
 
     Args:
       name: the figure's name (file names ``out/NAME.png`` and ``out/data/NAME.npz``).
@@ -77,6 +80,7 @@ def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=N
       out: output folder (default: :func:`default_out`).
       title: optional ``title(config) -> str`` handed to ``draw`` as ``title=``.
       pass_config: also hand ``draw`` the config as a dict (``config=``).
+      detail: ``detail(data, path, ...)`` drawing ``out/NAME_detail.png``, or None.
 
     Returns:
       The study's data.
@@ -87,12 +91,66 @@ def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=N
     config = study.Config.quick() if quick else study.Config()
     data = study.run(config, progress=progress)
     studies.save(out / "data" / f"{name}.npz", data, config)
+    _draw(name, data, config, draw, detail, out, title=title, pass_config=pass_config)
+    return data
+
+
+def _draw(name, data, config, draw, detail, out, *, title, pass_config):
+    """Draw ``NAME.png`` and (with ``detail``) ``NAME_detail.png`` into ``out`` (None:
+    write nothing); returns the two figures (the second None without ``detail``)."""
+    import dataclasses
+
     options = {}
     if title is not None:
         options["title"] = title(config)
     if pass_config:
-        import dataclasses
-
         options["config"] = dataclasses.asdict(config)
-    draw(data, out / f"{name}.png", **options)
-    return data
+    main = draw(data, None if out is None else out / f"{name}.png", **options)
+    companion = None
+    if detail is not None:
+        companion = detail(data, None if out is None else out / f"{name}_detail.png",
+                           **options)
+    return main, companion
+
+
+def draw_saved(name: str, *, data: str | Path, out: str | Path | None = None):
+    """Draw figure ``name`` and its companion from its saved data ``DATA/NAME.npz`` (no
+    simulation), into ``out`` if given; returns the two matplotlib figures (the second
+    None where the figure has no companion)."""
+    import importlib
+
+    from .. import studies
+
+    figure = load_figure(name)
+    study = importlib.import_module(f"asynclab.studies.{figure.study}")
+    values, stored = studies.load(Path(data) / f"{name}.npz")
+    config = study.Config(**{k: tuple(v) if isinstance(v, list) else v
+                             for k, v in stored.items()})
+    return _draw(name, values, config, figure.drawing(), figure.drawing(detail=True),
+                 None if out is None else Path(out), title=figure.title,
+                 pass_config=figure.pass_config)
+
+
+def redraw(names=None, *, data=None, out: str | Path | None = None, echo=print,
+           overwrite: bool = False):
+    """Draw each named figure (all by default) and its companion again from its saved
+    data (``DATA/NAME.npz``, ``DATA`` = ``out/data`` by default) into ``out``: no
+    simulation. Every data file and output is checked first: an existing PNG is replaced
+    only with ``overwrite``, as by :func:`build`. Returns the names drawn."""
+    from .. import _validate
+
+    figures = [load_figure(name) for name in (names or available())]
+    out = Path(out) if out is not None else default_out()
+    data = Path(data) if data is not None else out / "data"
+    _validate.writable_folder(out, "--out")
+    for figure in figures:
+        saved = data / f"{figure.name}.npz"
+        if not saved.is_file():
+            raise ConfigError(f"--redraw: no saved data {saved} (build the figure first: "
+                              f"asynclab figures {figure.name})")
+        for png in figure.outputs():
+            _validate.output_path(out / png, "--out", overwrite=overwrite)
+    for figure in figures:
+        draw_saved(figure.name, data=data, out=out)
+        echo(f"{figure.name}: redrawn -> {', '.join(figure.outputs())}")
+    return [figure.name for figure in figures]

@@ -22,6 +22,8 @@ class Figure(NamedTuple):
       draw: ``"module:function"`` of :mod:`asynclab.plot` that draws it.
       title: ``title(config) -> str``, the title drawn from the study's config, or None.
       pass_config: whether ``draw`` also takes the config as a dict (``config=``).
+      detail: ``"module:function"`` that draws the companion ``NAME_detail.png`` (the
+        panels that do not fit the figure's one message) from the same data, or None.
     """
 
     name: str
@@ -30,65 +32,76 @@ class Figure(NamedTuple):
     draw: str
     title: Callable | None = None
     pass_config: bool = False
+    detail: str | None = None
 
     def main(self, quick: bool = False, out: str | Path | None = None) -> dict:
         """Run the study (its quick config with ``quick``), save its data to
-        ``out/data/NAME.npz``, draw ``out/NAME.png``; returns the study's data."""
+        ``out/data/NAME.npz``, draw ``out/NAME.png`` (and ``out/NAME_detail.png``);
+        returns the study's data."""
         from . import default_out, produce
 
         study = importlib.import_module(f"asynclab.studies.{self.study}")
-        module, function = self.draw.split(":")
-        draw = getattr(importlib.import_module(f"asynclab.plot.{module}"), function)
-        return produce(self.name, study, draw, quick=quick,
+        return produce(self.name, study, self.drawing(), quick=quick,
                        out=default_out() if out is None else out, title=self.title,
-                       pass_config=self.pass_config)
+                       pass_config=self.pass_config, detail=self.drawing(detail=True))
+
+    def outputs(self) -> list[str]:
+        """The PNG files the figure writes: ``NAME.png`` and, with a detail,
+        ``NAME_detail.png``."""
+        return [f"{self.name}.png"] + ([f"{self.name}_detail.png"] if self.detail else [])
+
+    def drawing(self, detail: bool = False) -> Callable | None:
+        """The function that draws the figure (its companion with ``detail``; None where
+        it has none)."""
+        target = self.detail if detail else self.draw
+        if target is None:
+            return None
+        module, function = target.split(":")
+        return getattr(importlib.import_module(f"asynclab.plot.{module}"), function)
 
 
 def _agn_title(config) -> str:
-    return (f"AGN with n = {config.workers} workers. Top: first commits Δ = a/λ of every "
-            f"worker from the pulled centre (unit length; black: −∇L) on a 2-D quadratic, "
-            f"η = {config.learning_rates[0]:g}, σ² = {config.direction_noise:g}, "
-            f"{config.direction_seeds} seeds.\nBottom: quadratic d = {config.dim}, "
-            f"condition {config.condition:g}, η = {config.learning_rate:g}; a batch of m "
-            f"examples ≡ gradient noise σ² = {config.noise:g}, a batch of λm ≡ σ²/λ and "
-            f"λ× the compute time; {config.seeds} seeds, each its own schedule")
+    return (rf"AGN with $n$ = {config.workers} workers. Top: first commits "
+            rf"$\Delta = a/\lambda$ from the pulled centre (unit length; black: $-\nabla L$), "
+            rf"2-D quadratic, $\sigma^2$ = {config.direction_noise:g}, "
+            f"{config.direction_seeds} seeds. Bottom: a batch of $m$ examples = gradient "
+            rf"noise $\sigma^2$ = {config.noise:g}, a batch of $\lambda m$ = "
+            r"$\sigma^2/\lambda$")
 
 
 def _implicit_momentum_title(config) -> str:
-    return (f"Implicit momentum of asynchrony: DOWNPOUR (λ = 1), quadratic d = {config.dim}, "
-            f"condition {config.condition:g}, η = {config.learning_rate:g}, exponential "
-            f"compute times, mean over {config.seeds} seeds (own schedule each)")
+    return (rf"Implicit momentum of asynchrony: DOWNPOUR ($\lambda$ = 1), quadratic $d$ = "
+            rf"{config.dim}, condition {config.condition:g}, $\eta$ = "
+            f"{config.learning_rate:g}, exponential compute times, mean over {config.seeds} "
+            "seeds")
 
 
 def _mnist_rules_title(config) -> str:
-    return (f"MNIST-5k ({config.model}, batch {config.batch_size}, one IID shard per worker), "
-            f"Adam inner optimizer η = {config.learning_rate:g}; AEASGD α = "
-            f"{config.elastic_alpha:g}, ADAG γ = {config.gamma:g}; every run "
-            f"{config.gradient_steps} gradient evaluations (all workers), exponential step "
-            f"times of mean 1 s, {config.seeds} seeds per cell (each its own schedule).\n"
-            f"Bottom right: ADAG's first {config.probe_commits} commits with "
-            f"n = {config.probe_workers}, {config.probe_seeds} seed(s)")
+    return (rf"MNIST-5k ({config.model}, batch {config.batch_size}), Adam $\eta$ = "
+            rf"{config.learning_rate:g}, AEASGD $\alpha$ = {config.elastic_alpha:g}, ADAG "
+            rf"$\gamma$ = {config.gamma:g}: {config.gradient_steps} gradient evaluations "
+            f"per run, {config.seeds} seeds per cell")
 
 
 def _momentum_tuning_title(config) -> str:
-    return (f"Joint (η, μ) tuning of DOWNPOUR (λ = 1) with server momentum, quadratic\n"
-            f"d = {config.dim}, condition {config.condition:g}, σ² = {config.noise:g}, "
-            f"{config.commits} commits, {config.seeds} seeds per point; target "
-            f"{config.target:g} × initial loss")
+    return (rf"Joint ($\eta$, $\mu$) tuning of DOWNPOUR ($\lambda$ = 1) with server momentum: "
+            rf"quadratic $d$ = {config.dim}, condition {config.condition:g}, "
+            rf"$\sigma^2$ = {config.noise:g}, {config.commits} commits, {config.seeds} seeds "
+            rf"per point, target {config.target:g} $\times$ initial loss")
 
 
 def _scaling_title(config) -> str:
     return (f"When does asynchrony pay off? {config.dataset} with {config.model}, batch "
             f"{config.batch_size}, {config.evaluations} gradient evaluations per run, "
-            f"η = {config.learning_rate:g} per gradient (a synchronous unit of k workers "
-            f"steps k·η on the mean), mixed = synchronous groups of {config.group_size}, "
-            f"{config.seeds} seeds")
+            rf"$\eta$ = {config.learning_rate:g} per gradient, mixed = synchronous groups of "
+            f"{config.group_size}")
 
 
 def _straggler_title(config) -> str:
-    return (f"A straggler on Beale's function: asynchronous SGD (λ = 1), n = {config.workers}, "
-            f"η = {config.learning_rate:g}, σ² = {config.noise:g}, exponential compute "
-            f"times; worker 0's first step takes {config.delay:g} s longer")
+    return (rf"A straggler on Beale's function: asynchronous SGD ($\lambda$ = 1), $n$ = "
+            rf"{config.workers}, $\eta$ = {config.learning_rate:g}, $\sigma^2$ = "
+            f"{config.noise:g}, exponential compute times; worker 0's first step takes "
+            f"{config.delay:g} s longer")
 
 
 _ALL = [
@@ -104,15 +117,18 @@ _ALL = [
            _implicit_momentum_title),
     Figure("momentum_tuning", "Joint (η, μ) tuning under asynchrony: the predicted and the "
            "measured rate of the expected centre, and what single runs do.",
-           "momentum_tuning", "momentum_tuning:plot_momentum_tuning", _momentum_tuning_title),
+           "momentum_tuning", "momentum_tuning:plot_momentum_tuning", _momentum_tuning_title,
+           detail="momentum_tuning:plot_momentum_tuning_detail"),
     Figure("model_averaging_paths", "Model averaging on Beale's function with identical vs "
            "random initialisation: worker and central paths for λ ∈ {1, 5, 100, 1000}.",
-           "model_averaging_paths", "model_averaging_paths:plot_model_averaging_paths"),
+           "model_averaging_paths", "model_averaging_paths:plot_model_averaging_paths",
+           detail="model_averaging_paths:plot_model_averaging_paths_detail"),
     Figure("model_averaging_mc", "The probability that model averaging with random starts "
            "reaches Beale's global minimum, against n and λ, with Wilson intervals.",
            "model_averaging_mc", "model_averaging_mc:plot_model_averaging_mc"),
     Figure("easgd", "EASGD's elastic equilibrium on Beale's function and the stability map "
-           "of asynchronous EASGD over λ × ρ.", "easgd", "easgd:plot_easgd"),
+           "of asynchronous EASGD over λ × ρ.", "easgd", "easgd:plot_easgd",
+           detail="easgd:plot_easgd_detail"),
     Figure("agn", "AGN against an equivalently sized mini-batch, and the commit a/λ "
            "approaching the full-batch gradient direction as λ grows.",
            "agn", "agn:plot_agn", _agn_title, pass_config=True),
@@ -121,7 +137,8 @@ _ALL = [
            "real_cluster", "real_cluster:plot_real_cluster", pass_config=True),
     Figure("mnist_rules", "DOWNPOUR, DynSGD, AEASGD, AGN and ADAG on MNIST with an Adam "
            "inner optimizer for n ∈ {10, 20, 30, 40} and λ ∈ {1, 15}.",
-           "mnist_rules", "mnist_rules:plot_mnist_rules", _mnist_rules_title),
+           "mnist_rules", "mnist_rules:plot_mnist_rules", _mnist_rules_title,
+           detail="mnist_rules:plot_mnist_rules_detail"),
     Figure("scaling", "Time to a target accuracy and final accuracy against n for "
            "synchronous, asynchronous and mixed clusters.",
            "scaling", "scaling:plot_scaling", _scaling_title, pass_config=True),

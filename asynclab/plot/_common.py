@@ -8,23 +8,25 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ._style import DPI, FONT, sequential  # noqa: E402
 
-def finish(fig, path=None, title: str | None = None, *, dpi: int = 100,
+
+def finish(fig, path=None, title: str | None = None, *, dpi: int = DPI,
            fontsize: float | None = None, rect=None):
-    """Title, tight layout (within ``rect``), write ``path`` (if given), release the
-    figure; returns it."""
+    """Title (one line), tight layout (within ``rect``), write ``path`` (if given),
+    release the figure; returns it."""
     if title is not None:
-        fig.suptitle(title, **({} if fontsize is None else {"fontsize": fontsize}))
+        fig.suptitle(title, fontsize=FONT["suptitle"] if fontsize is None else fontsize)
     fig.tight_layout(rect=rect)
     if path is not None:
-        fig.savefig(path, dpi=dpi)
+        fig.savefig(path, dpi=dpi, bbox_inches="tight", pad_inches=0.15)
     plt.close(fig)
     return fig
 
 
 def series_colors(count: int, low: float = 0.0, high: float = 0.85):
     """``count`` colours along viridis, one per curve of a family (n, λ, …)."""
-    return plt.cm.viridis(np.linspace(low, high, count))
+    return sequential(count, low, high)
 
 
 def log2_axis(ax, values):
@@ -32,3 +34,4 @@ def log2_axis(ax, values):
     values = np.asarray(values)
     ax.set_xscale("log", base=2)
     ax.set_xticks(values, [f"{v:g}" for v in values])
+    ax.minorticks_off()

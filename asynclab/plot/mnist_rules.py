@@ -9,12 +9,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ._common import finish  # noqa: E402
+from ._style import (  # noqa: E402
+    DASHES,
+    OKABE_ITO,
+    RULE_COLORS,
+    legend_outside,
+    panels,
+    plain_log_ticks,
+    styled,
+)
 
-COLORS = {"downpour": "tab:red", "dynsgd": "tab:orange", "aeasgd": "tab:green",
-          "agn": "tab:blue", "adag": "tab:purple"}
+COLORS = RULE_COLORS
 NAMES = {"downpour": "DOWNPOUR", "dynsgd": "DynSGD", "aeasgd": "AEASGD", "agn": "AGN",
          "adag": "ADAG"}
-STYLES = ("-", "--", ":", "-.")
+#: A marker per rule: series that meet stay told apart.
+MARKERS = {"downpour": "o", "dynsgd": "s", "aeasgd": "^", "agn": "D", "adag": "v"}
+#: Per-seed curves: a line style per rule (λ styles use :data:`STYLES`).
+CURVE_STYLES = {"downpour": "-", "dynsgd": "--", "aeasgd": "-.", "agn": "-", "adag": ":"}
+STYLES = DASHES
 
 
 def _rules(data):
@@ -33,15 +45,16 @@ def _accuracy_panel(ax, data, j):
     for r, rule in enumerate(_rules(data)):
         mean = data["final_accuracy_mean"][r, :, j]
         half = np.nan_to_num(data["final_accuracy_half_width"][r, :, j])
-        ax.errorbar(n + 0.4 * (r - 2), mean, yerr=half, fmt="o-", color=COLORS.get(rule),
-                    capsize=3, label=NAMES.get(rule, rule))
+        # side by side (0.8 workers apart) and DOWNPOUR on top: no series hides another
+        ax.errorbar(n + 0.8 * (r - 2), mean, yerr=half, marker=MARKERS.get(rule, "o"),
+                    ls="-", color=COLORS.get(rule), capsize=3, ms=5, mfc="none" if r else None,
+                    zorder=3 if rule == "downpour" else 2, label=NAMES.get(rule, rule))
     ax.set_xticks(n)
     ax.set_ylim(0, 1)
     ax.axhline(float(data["target"]), color="k", lw=0.8, ls=":")
-    ax.set_xlabel("workers n")
-    ax.set_ylabel("final validation accuracy (mean, 95 % t interval)")
-    ax.set_title(f"λ = {int(data['windows'][j])}", fontsize=10)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.set_xlabel("workers $n$")
+    ax.set_ylabel("final validation accuracy\n(mean, 95 % $t$ interval)")
+    ax.set_title(rf"final accuracy, $\lambda$ = {int(data['windows'][j])}")
 
 
 def _target_panel(ax, data):
@@ -49,16 +62,20 @@ def _target_panel(ax, data):
     for r, rule in enumerate(_rules(data)):
         for j, lam in enumerate(data["windows"]):
             seconds = np.median(data["seconds_to_target"][r, :, j], axis=-1)
-            ax.plot(n, np.where(np.isfinite(seconds), seconds, np.nan), "o",
-                    ls=STYLES[j % len(STYLES)], color=COLORS.get(rule),
-                    label=f"{NAMES.get(rule, rule)}, λ = {int(lam)}")
+            # side by side and DOWNPOUR on top: at λ = 1 AGN's numbers are DOWNPOUR's
+            ax.plot(n + 0.8 * (r - 2), np.where(np.isfinite(seconds), seconds, np.nan),
+                    MARKERS.get(rule, "o"), ls=STYLES[j % len(STYLES)], color=COLORS.get(rule),
+                    zorder=3 if rule == "downpour" else 2,
+                    mfc="none" if j else None,
+                    label=rf"{NAMES.get(rule, rule)}, $\lambda$ = {int(lam)}")
     ax.set_xticks(n)
     if np.any(np.isfinite(data["seconds_to_target"])):
         ax.set_yscale("log")
-    ax.set_xlabel("workers n")
-    ax.set_ylabel("median simulated seconds to target (missing: not reached)")
-    ax.set_title(f"time to validation accuracy {float(data['target']):g}", fontsize=10)
-    ax.legend(fontsize=7, ncol=2)
+        plain_log_ticks(ax, "y", subs=(1.0, 2.0, 3.0, 5.0))
+    ax.set_xlabel("workers $n$")
+    ax.set_ylabel("median simulated seconds to target\n(missing: not reached)")
+    ax.set_title(f"time to validation accuracy {float(data['target']):g}")
+    legend_outside(ax)
 
 
 def _efficiency_panel(ax, data):
@@ -67,16 +84,19 @@ def _efficiency_panel(ax, data):
         if rule == "downpour":
             continue
         for j, lam in enumerate(data["windows"]):
-            ax.plot(n, np.mean(data["efficiency"][r, :, j], axis=-1), "o",
+            ax.plot(n, np.mean(data["efficiency"][r, :, j], axis=-1), MARKERS.get(rule, "o"),
                     ls=STYLES[j % len(STYLES)], color=COLORS.get(rule),
-                    label=f"{NAMES.get(rule, rule)}, λ = {int(lam)}")
-    ax.axhline(1.0, color="tab:red", lw=1, label="DOWNPOUR")
+                    mfc="none" if j else None,
+                    label=rf"{NAMES.get(rule, rule)}, $\lambda$ = {int(lam)}")
+    ax.axhline(1.0, color=COLORS["downpour"], lw=1.2, ls=(0, (1, 1)), zorder=4,
+               label="DOWNPOUR (= 1)")
     ax.set_xticks(n)
     ax.set_yscale("log")
-    ax.set_xlabel("workers n")
-    ax.set_ylabel("E(rule, DOWNPOUR) = ∫ loss / ∫ loss_DOWNPOUR (mean)")
-    ax.set_title("temporal efficiency against DOWNPOUR (< 1: better)", fontsize=10)
-    ax.legend(fontsize=7, ncol=2)
+    ax.set_xlabel("workers $n$")
+    ax.set_ylabel(r"$E = \int \mathrm{loss}\,dt\ /\ \int \mathrm{loss}_{\mathrm{DOWNPOUR}}\,dt$"
+                  " (mean)")
+    ax.set_title("temporal efficiency against DOWNPOUR (< 1: better)")
+    legend_outside(ax)
 
 
 def _curves_panel(ax, data, key):
@@ -84,20 +104,24 @@ def _curves_panel(ax, data, key):
     times = data["record_time"][i, j]  # (seeds, records)
     for r, rule in enumerate(_rules(data)):
         for s in range(times.shape[0]):
-            ax.plot(times[s], data[key][r, i, j, s], color=COLORS.get(rule),
-                    lw=1.0, alpha=0.8, label=NAMES.get(rule, rule) if s == 0 else None)
+            ax.plot(times[s], data[key][r, i, j, s], CURVE_STYLES.get(rule, "-"),
+                    color=COLORS.get(rule), lw=1.0, alpha=0.85,
+                    zorder=3 if rule == "downpour" else 2,
+                    label=NAMES.get(rule, rule) if s == 0 else None)
     n, lam = int(data["workers"][i]), int(data["windows"][j])
     ax.set_xlabel("simulated time (s)")
+    seeds = times.shape[0]
     if key == "loss":
         ax.set_yscale("log")
         ax.set_ylim(0.3, 5.0)
-        ax.set_ylabel("training loss (every seed; DOWNPOUR leaves the panel)")
-        ax.set_title(f"training loss, n = {n}, λ = {lam}", fontsize=10)
+        ax.set_ylabel(f"training loss ({seeds} seeds each)")
+        ax.set_title(rf"training loss, $n$ = {n}, $\lambda$ = {lam}" "\n"
+                     "(DOWNPOUR leaves the panel)")
+        legend_outside(ax)
     else:
         ax.set_ylim(0, 1)
-        ax.set_ylabel("validation accuracy (every seed)")
-        ax.set_title(f"validation accuracy, n = {n}, λ = {lam}", fontsize=10)
-    ax.legend(fontsize=8)
+        ax.set_ylabel(f"validation accuracy ({seeds} seeds each)")
+        ax.set_title(rf"validation accuracy, $n$ = {n}, $\lambda$ = {lam}")
 
 
 def _scale_panel(ax, data):
@@ -107,13 +131,14 @@ def _scale_panel(ax, data):
         commits = np.arange(scale.shape[-1])
         points = ax.scatter(np.broadcast_to(commits, scale.shape), scale, c=staleness, s=8,
                             marker="o" if j == 0 else "^", cmap="viridis",
-                            label=f"λ = {int(lam)}")
-    plt.colorbar(points, ax=ax, label="staleness τ")
+                            label=rf"$\lambda$ = {int(lam)}")
+    plt.colorbar(points, ax=ax, label=r"staleness $\tau$")
     ax.set_xlabel("commit")
     ax.set_ylabel("ADAG scale factor (mean over the weights)")
-    ax.set_title("ADAG: 1 / (γ⁻¹ (θ̃ − θ̃_pull)² + 1) per commit", fontsize=10)
+    ax.set_title(r"ADAG's scale $1 / (\gamma^{-1} (\tilde\theta - "
+                 r"\tilde\theta_{\mathrm{pull}})^2 + 1)$ per commit")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(loc="lower left")
 
 
 def _worker_panel(ax, data):
@@ -122,27 +147,40 @@ def _worker_panel(ax, data):
         workers = np.arange(per.shape[-1])
         for s in range(per.shape[0]):
             ax.plot(workers, per[s], "o" if j == 0 else "^", ls="", alpha=0.8,
-                    color=plt.cm.tab10(j), label=f"λ = {int(lam)}" if s == 0 else None)
+                    color=(OKABE_ITO["blue"], OKABE_ITO["orange"])[j % 2],
+                    label=rf"$\lambda$ = {int(lam)}" if s == 0 else None)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("worker")
     ax.set_ylabel("mean ADAG scale factor of its commits")
-    ax.set_title("ADAG's scale factor per worker (first commits)", fontsize=10)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title("ADAG's scale factor per worker (first commits)")
+    ax.legend(loc="lower left")
 
 
+@styled
 def plot_mnist_rules(data: dict, path=None, *, title: str | None = None):
-    """Final accuracy, time to target and temporal efficiency per (n, λ); curves of one
-    cell; ADAG's scale factors per commit and per worker."""
-    fig, axes = plt.subplots(2, 4, figsize=(22, 10))
+    """Final accuracy per (n, λ), time to target and temporal efficiency; the curves of
+    one cell."""
+    fig, axes = panels(6, width=5.4, height=4.2)
     for j in range(2):
         if j < len(data["windows"]):
-            _accuracy_panel(axes[0, j], data, j)
+            _accuracy_panel(axes[j], data, j)
         else:
-            axes[0, j].axis("off")
-    _target_panel(axes[0, 2], data)
-    _efficiency_panel(axes[0, 3], data)
-    _curves_panel(axes[1, 0], data, "accuracy")
-    _curves_panel(axes[1, 1], data, "loss")
-    _scale_panel(axes[1, 2], data)
-    _worker_panel(axes[1, 3], data)
-    return finish(fig, path, title, rect=(0, 0, 1, 0.95) if title else None)
+            axes[j].axis("off")
+    legend_outside(axes[min(1, len(data["windows"]) - 1)])  # the rules, once
+    _target_panel(axes[2], data)
+    _efficiency_panel(axes[3], data)
+    _curves_panel(axes[4], data, "accuracy")
+    _curves_panel(axes[5], data, "loss")
+    return finish(fig, path, title)
+
+
+@styled
+def plot_mnist_rules_detail(data: dict, path=None, *, title: str | None = None):
+    """ADAG's scale factors per commit and per worker in its first commits."""
+    fig, axes = panels(2, width=5.6, height=4.2)
+    _scale_panel(axes[0], data)
+    _worker_panel(axes[1], data)
+    lam = data["windows"]
+    probe = data[f"probe_per_worker_{int(lam[0])}"]
+    return finish(fig, path, f"MNIST: ADAG's scale factor in its first commits "
+                  f"($n$ = {probe.shape[-1]}, {probe.shape[0]} seed(s) per $\\lambda$)")

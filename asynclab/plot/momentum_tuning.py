@@ -1,5 +1,6 @@
 """Drawing the momentum-tuning study: the theorem's rate, the measured rate of the mean
-and what single runs do, per number of workers, on the (μ, η) grid."""
+and what single runs do on the (μ, η) grid (``momentum_tuning.png`` for two n, the maps
+of every n in ``momentum_tuning_detail.png``)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
-from ._common import finish, log2_axis, series_colors  # noqa: E402
+from ._common import finish, log2_axis  # noqa: E402
+from ._style import OKABE_ITO, legend_below, legend_outside, panels, sequential, styled  # noqa: E402
 
 
 def _axes(ax, etas, mus):
     ax.set_xticks(range(mus.size), [f"{m:g}" for m in mus], fontsize=7, rotation=90)
     ax.set_yticks(range(etas.size), [f"{e:.3g}" for e in etas], fontsize=7)
-    ax.set_xlabel("server momentum μ", fontsize=8)
-    ax.set_ylabel("learning rate η", fontsize=8)
+    ax.set_xlabel(r"server momentum $\mu$")
+    ax.set_ylabel(r"learning rate $\eta$")
 
 
 def _overlay(ax, data, i):
@@ -28,7 +30,7 @@ def _overlay(ax, data, i):
     y = np.interp(np.log(fine[inside]), np.log(etas), np.arange(etas.size))
     x = np.interp(data["theory_best_momentum"][i][inside], mus, np.arange(mus.size))
     ax.plot(x, y, "w-", lw=2.2)
-    ax.plot(x, y, "k-", lw=1.0, label="theorem: best μ for each η")
+    ax.plot(x, y, "k-", lw=1.0, label=r"theorem: best $\mu$ for each $\eta$")
     eta, mu, _ = data["theory_optimum"][i]
     ax.plot(np.interp(mu, mus, np.arange(mus.size)),
             np.interp(np.log(eta), np.log(etas), np.arange(etas.size)), "*", color="w",
@@ -43,125 +45,166 @@ def _mark(ax, data, where, marker, color, label):
                 ms=10, label=label)
 
 
-def _heatmap_extras(fig, ax, image, data, i, etas, mus, *, last, best, title, bar):
-    """What both heatmaps of column ``i`` share: the theorem's overlay, the best point
-    (``(index, marker, colour, label)``), axes, title, legend (first column) and colour
-    bar (last column)."""
-    _overlay(ax, data, i)
-    _mark(ax, data, *best)
-    _axes(ax, etas, mus)
-    ax.set_title(title, fontsize=9)
-    if i == 0:
-        ax.legend(fontsize=6, loc="upper left")
-    if last:
-        fig.colorbar(image, ax=ax, label=bar)
+_RATE_NORM = plt.Normalize(0.94, 1.02)
 
 
-def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
-    """Row 1: γ of the theorem (contours) over the measured rate of the seed-averaged
-    centre; row 2: single runs (median commits to target, unusable cells hatched); row 3:
-    the rates point by point, the optimal μ against n, and mean trajectories."""
-    n = data["n"]
-    etas, mus = data["learning_rates"], data["momenta"]
-    gamma, rate = data["gamma"], data["measured_rate"]
-    dim = data["curvatures"].size
-    columns = len(n)
-    fig = plt.figure(figsize=(4.0 * max(columns, 3), 12.5))
-    grid = fig.add_gridspec(3, max(columns, 3))
-    rate_norm = plt.Normalize(0.94, 1.02)
+def _score_norm(data):
     score = data["commits_to_target"]
     finite = score[np.isfinite(score)]
-    score_norm = LogNorm(max(finite.min(), 1) if finite.size else 1,
-                         finite.max() if finite.size else 10)
-    for i, k in enumerate(n):
-        ax = fig.add_subplot(grid[0, i])
-        shown = np.where(data["measurable"][i] > 0, rate[i], np.nan)
-        image = ax.imshow(shown, origin="lower", cmap="RdYlBu_r", norm=rate_norm,
-                          aspect="auto")
-        partial = (data["measurable"][i] > 0) & (data["measurable"][i] < dim)
-        for e, m in zip(*np.nonzero(partial), strict=True):
-            ax.text(m, e, "·", ha="center", va="center", fontsize=14)
-        contour = ax.contour(np.arange(mus.size), np.arange(etas.size), gamma[i],
-                             levels=[0.97, 0.99, 1.0], colors="k",
-                             linestyles=[":", "--", "-"], linewidths=0.9)
-        ax.clabel(contour, fmt="γ=%g", fontsize=6)
-        _heatmap_extras(fig, ax, image, data, i, etas, mus, last=i == columns - 1,
-                best=(data["best_by_rate"][i], "o", "tab:orange",
-                      "best measured rate (usable points)"),
-                title=f"n = {k}: rate of the seed-mean centre\n(lines: theorem's γ; "
-                      "· = some directions swamped)",
-                bar="measured decay rate per commit")
+    return LogNorm(max(finite.min(), 1) if finite.size else 1,
+                   finite.max() if finite.size else 10)
 
-        ax = fig.add_subplot(grid[1, i])
-        image = ax.imshow(np.where(np.isfinite(score[i]), score[i], np.nan), origin="lower",
-                          cmap="viridis", norm=score_norm, aspect="auto")
-        bad = data["unusable"][i]
-        for e, m in zip(*np.nonzero(bad >= 0.5), strict=True):
-            ax.add_patch(plt.Rectangle((m - 0.5, e - 0.5), 1, 1, fill=False, hatch="xxx",
-                                       ec="tab:red", lw=0))
-        for e, m in zip(*np.nonzero((bad > 0) & (bad < 0.5)), strict=True):
-            ax.text(m, e, f"{bad[e, m]:.0%}", ha="center", va="center", fontsize=5,
-                    color="tab:red")
-        _heatmap_extras(fig, ax, image, data, i, etas, mus, last=i == columns - 1,
-                best=(data["best_by_runs"][i], "D", "tab:green", "best single runs"),
-                title=f"n = {k}: single runs, median commits to target\n"
-                      "(red hatch: ≥ half of the runs unusable)",
-                bar="median commits to target")
 
-    ax = fig.add_subplot(grid[2, 0])
-    colors = series_colors(len(n))
+def _rate_map(fig, ax, data, i, *, bar: bool, legend: bool):
+    """Column ``i``'s measured rate of the seed-mean centre with the theorem's γ."""
+    etas, mus = data["learning_rates"], data["momenta"]
+    dim = data["curvatures"].size
+    measurable = data["measurable"][i]
+    shown = np.where(measurable > 0, data["measured_rate"][i], np.nan)
+    image = ax.imshow(shown, origin="lower", cmap="RdYlBu_r", norm=_RATE_NORM, aspect="auto")
+    partial = (measurable > 0) & (measurable < dim)
+    for e, m in zip(*np.nonzero(partial), strict=True):
+        ax.text(m, e, "·", ha="center", va="center", fontsize=14)
+    contour = ax.contour(np.arange(mus.size), np.arange(etas.size), data["gamma"][i],
+                         levels=[0.97, 0.99, 1.0], colors="k",
+                         linestyles=[":", "--", "-"], linewidths=0.9)
+    ax.clabel(contour, fmt=r"$\gamma$=%g", fontsize=6)
+    _overlay(ax, data, i)
+    _mark(ax, data, data["best_by_rate"][i], "o", OKABE_ITO["orange"],
+          "best measured rate (usable points)")
+    _axes(ax, etas, mus)
+    ax.set_title(rf"$n$ = {data['n'][i]}: rate of the seed-mean centre" "\n"
+                 r"(lines: theorem's $\gamma$; · = some directions swamped)")
+    if bar:
+        fig.colorbar(image, ax=ax, label="measured decay rate per commit")
+    if legend:
+        legend_below(ax, ncol=1, gap=0.3)
+
+
+def _runs_map(fig, ax, data, i, *, bar: bool, legend: bool):
+    """Column ``i``'s single runs: median commits to target, unusable cells hatched."""
+    etas, mus = data["learning_rates"], data["momenta"]
+    score = data["commits_to_target"]
+    image = ax.imshow(np.where(np.isfinite(score[i]), score[i], np.nan), origin="lower",
+                      cmap="viridis", norm=_score_norm(data), aspect="auto")
+    bad = data["unusable"][i]
+    for e, m in zip(*np.nonzero(bad >= 0.5), strict=True):
+        ax.add_patch(plt.Rectangle((m - 0.5, e - 0.5), 1, 1, fill=False, hatch="xxx",
+                                   ec=OKABE_ITO["vermillion"], lw=0))
+    for e, m in zip(*np.nonzero((bad > 0) & (bad < 0.5)), strict=True):
+        ax.text(m, e, f"{bad[e, m]:.0%}", ha="center", va="center", fontsize=5,
+                color=OKABE_ITO["vermillion"])
+    _overlay(ax, data, i)
+    _mark(ax, data, data["best_by_runs"][i], "D", OKABE_ITO["green"], "best single runs")
+    _axes(ax, etas, mus)
+    ax.set_title(rf"$n$ = {data['n'][i]}: single runs, median commits to target" "\n"
+                 r"(hatched: $\geq$ half of the runs unusable)")
+    if bar:
+        fig.colorbar(image, ax=ax, label="median commits to target")
+    if legend:
+        legend_below(ax, ncol=1, gap=0.3)
+
+
+def _point_panel(ax, data):
+    n, gamma, rate = data["n"], data["gamma"], data["measured_rate"]
+    dim = data["curvatures"].size
+    colors = sequential(len(n))
     for i, k in enumerate(n):
         full = data["measurable"][i] == dim
         ax.plot(gamma[i][full], rate[i][full], "o", color=colors[i], ms=4,
-                label=f"n = {k}")
+                label=f"$n$ = {k}")
         part = (data["measurable"][i] > 0) & ~full
         ax.plot(gamma[i][part], rate[i][part], "x", color=colors[i], ms=5)
     ax.plot([], [], "kx", label="some directions swamped")
     ax.plot([0.9, 1.1], [0.9, 1.1], "k-", lw=0.7)
     ax.set_xlim(0.93, 1.05)
     ax.set_ylim(0.93, 1.05)
-    ax.set_xlabel("theorem's γ (roots of the cubic)")
+    ax.set_xlabel(r"theorem's $\gamma$ (roots of the cubic)")
     ax.set_ylabel("measured rate of the seed-mean centre")
-    ax.set_title("point by point", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.set_title(r"theorem against measurement, every ($\eta$, $\mu$)")
+    legend_outside(ax)
 
-    ax = fig.add_subplot(grid[2, 1])
+
+def _optimum_panel(ax, data):
+    n = data["n"]
     ax.plot(n, data["theory_optimum"][:, 1], "k*-", ms=10, label="theorem: joint optimum")
-    ax.plot(n, data["best_by_rate"][:, 1], "o--", color="tab:orange",
-            label="best measured rate of the mean (grid, usable points)")
-    ax.plot(n, data["best_by_runs"][:, 1], "D-", color="tab:green",
+    ax.plot(n, data["best_by_rate"][:, 1], "o--", color=OKABE_ITO["orange"],
+            label="best measured rate of the mean\n(grid, usable points)")
+    ax.plot(n, data["best_by_runs"][:, 1], "D:", color=OKABE_ITO["green"],
             label="best single runs (grid)")
-    ax.plot(n, data["theory_optimum"][0, 1] - data["implicit_momentum"], ":", color="grey",
-            label="theorem's μ*(1) − (1 − 1/n)")
+    ax.plot(n, data["theory_optimum"][0, 1] - data["implicit_momentum"], "-.",
+            color=OKABE_ITO["grey"], label=r"theorem's $\mu^*(1) - (1 - 1/n)$")
     ax.axhline(0, color="grey", lw=0.6)
     log2_axis(ax, n)
-    ax.set_xlabel("workers n")
-    ax.set_ylabel("best explicit momentum μ")
-    ax.set_title("the optimal μ against n", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.set_xlabel("workers $n$")
+    ax.set_ylabel(r"best explicit momentum $\mu$")
+    ax.set_title(r"the optimal $\mu$ against $n$")
+    legend_below(ax, ncol=1, gap=0.2)
 
-    ax = fig.add_subplot(grid[2, 2])
+
+def _trajectory_panel(ax, data):
+    n, etas, mus = data["n"], data["learning_rates"], data["momenta"]
     commits = data["commits"]
     i = len(n) - 1
     picks = {"theorem's best grid point": data["best_by_theory_on_grid"][i],
              "best single runs": data["best_by_runs"][i]}
-    for (label, (eta, mu)), color in zip(picks.items(), ("k", "tab:green"), strict=True):
+    colors = ("k", OKABE_ITO["green"])
+    for (label, (eta, mu)), color in zip(picks.items(), colors, strict=True):
         if not np.isfinite(eta):
             continue
         e, m = int(np.argmin(np.abs(etas - eta))), int(np.argmin(np.abs(mus - mu)))
         start = data["mean_norm"][i, e, m, 0]
         ax.plot(commits, data["mean_norm"][i, e, m] / start, color=color, lw=1.5,
-                label=f"{label} (grid η = {etas[e]:.3g}, μ = {mus[m]:g})")
+                label=rf"{label} ($\eta$ = {etas[e]:.3g}, $\mu$ = {mus[m]:g})")
         ax.plot(commits, data["expected_norm"][i, e, m] / start, color=color, lw=1, ls="--")
         ax.plot(commits, data["median_loss"][i, e, m] / data["initial_loss"], color=color,
                 lw=0.8, ls=":")
-    ax.plot([], [], "k-", lw=1.5, label="‖mean over seeds of θ̃_t‖ (simulated)")
-    ax.plot([], [], "k--", lw=1, label="‖E θ̃_t‖ from the expected recursion")
-    ax.plot([], [], "k:", lw=0.8, label="median loss of single runs")
+    ax.plot([], [], "-", color="0.4", lw=1.5,
+            label=r"$\Vert$mean over seeds of $\tilde\theta_t\Vert$ (simulated)")
+    ax.plot([], [], "--", color="0.4", lw=1,
+            label=r"$\Vert\mathbb{E}\,\tilde\theta_t\Vert$ from the expected recursion")
+    ax.plot([], [], ":", color="0.4", lw=0.8, label="median loss of single runs")
     ax.set_yscale("log")
     ax.set_ylim(1e-6, 1e6)
     ax.set_xlabel("commits")
     ax.set_ylabel("relative to the start")
-    ax.set_title(f"n = {n[i]}: the mean converges, single runs do not", fontsize=10)
-    ax.legend(fontsize=6)
+    ax.set_title(f"$n$ = {n[i]}: the mean converges, single runs do not")
+    legend_below(ax, ncol=1, gap=0.2)
+
+
+@styled
+def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
+    """Top: the measured rate of the seed-averaged centre under the theorem's γ for a
+    middle and the largest n, theorem against measurement point by point. Bottom: single
+    runs at the largest n, the optimal μ against n, mean trajectories against single
+    runs."""
+    n = list(data["n"])
+    last = len(n) - 1
+    middle = n.index(4) if 4 in n and len(n) > 1 else 0
+    fig, axes = panels(6, width=5.4, height=4.6)
+    _rate_map(fig, axes[0], data, middle, bar=False, legend=True)
+    _rate_map(fig, axes[1], data, last, bar=True, legend=False)
+    _point_panel(axes[2], data)
+    _runs_map(fig, axes[3], data, last, bar=True, legend=True)
+    _optimum_panel(axes[4], data)
+    _trajectory_panel(axes[5], data)
     return finish(fig, path, title)
+
+
+@styled
+def plot_momentum_tuning_detail(data: dict, path=None, *, title: str | None = None):
+    """The two maps of every n: the measured rate of the mean (top) and single runs
+    (bottom)."""
+    columns = len(data["n"])
+    fig, axes = plt.subplots(2, columns, figsize=(4.2 * columns + 1.5, 9.6), squeeze=False)
+    for i in range(columns):
+        _rate_map(fig, axes[0, i], data, i, bar=i == columns - 1, legend=False)
+        _runs_map(fig, axes[1, i], data, i, bar=i == columns - 1, legend=False)
+    # one legend for both rows, under the figure
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    more, names = axes[1, 0].get_legend_handles_labels()
+    keep = [(h, name) for h, name in zip(more, names, strict=True) if name not in labels]
+    fig.legend(handles + [h for h, _ in keep], labels + [name for _, name in keep],
+               loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.0))
+    return finish(fig, path, None if title is None
+                  else "Every $n$: " + title[0].lower() + title[1:], rect=(0, 0.05, 1, 1))

@@ -9,8 +9,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ._common import finish, log2_axis  # noqa: E402
+from ._style import OKABE_ITO, styled  # noqa: E402
 
-COLORS = {"synchronous": "tab:blue", "asynchronous": "tab:red", "mixed": "tab:green"}
+COLORS = {"synchronous": OKABE_ITO["blue"], "asynchronous": OKABE_ITO["vermillion"],
+          "mixed": OKABE_ITO["green"]}
+DASHES = {"synchronous": "-", "asynchronous": "--", "mixed": "-."}
 MARKERS = {"synchronous": "s", "asynchronous": "o", "mixed": "^"}
 
 
@@ -21,18 +24,18 @@ def _time_panel(ax, data, c, target):
         median = np.median(data["seconds_to_target"][c, m], axis=-1)
         low, high = np.percentile(data["seconds_to_target"][c, m], [25, 75], axis=-1)
         shown = np.isfinite(median)
-        ax.plot(n[shown], median[shown], marker=MARKERS[mode], color=COLORS[mode], label=mode)
+        ax.plot(n[shown], median[shown], marker=MARKERS[mode], ls=DASHES[mode],
+                color=COLORS[mode], label=mode)
         ax.fill_between(n[shown], low[shown], np.where(np.isfinite(high), high,
                                                         np.nan)[shown],
                         color=COLORS[mode], alpha=0.15, lw=0)
         reference = median[0] if reference is None else reference
     if np.isfinite(reference):
-        ax.plot(n, reference / n, "k:", lw=1, label="ideal: (n = 1 time) / n")
+        ax.plot(n, reference / n, "k:", lw=1, label="ideal: ($n$ = 1 time) / $n$")
     log2_axis(ax, n)
     ax.set_yscale("log")
-    ax.set_xlabel("workers n")
+    ax.set_xlabel("workers $n$")
     ax.set_ylabel(f"simulated seconds to validation accuracy {target:g}")
-    ax.legend(fontsize=8)
 
 
 def _accuracy_panel(ax, data, c):
@@ -40,12 +43,13 @@ def _accuracy_panel(ax, data, c):
     for m, mode in enumerate(data["modes"]):
         final = data["final_accuracy"][c, m]
         mean = np.nanmean(final, axis=-1)
-        ax.errorbar(n, 100 * (1 - mean), yerr=100 * np.nanstd(final, axis=-1),
-                    marker=MARKERS[mode], color=COLORS[mode], capsize=3, label=mode)
+        # side by side (a few per cent of a doubling apart): no bar hides another
+        ax.errorbar(n * 2.0 ** (0.08 * (m - 1)), 100 * (1 - mean),
+                    yerr=100 * np.nanstd(final, axis=-1), marker=MARKERS[mode],
+                    ls=DASHES[mode], color=COLORS[mode], capsize=3, label=mode)
     log2_axis(ax, n)
-    ax.set_xlabel("workers n")
-    ax.set_ylabel("final validation error (%), mean ± sd over seeds")
-    ax.legend(fontsize=8)
+    ax.set_xlabel("workers $n$")
+    ax.set_ylabel(f"final validation error (%), mean $\\pm$ sd over {final.shape[-1]} seeds")
 
 
 def _curve_panel(ax, data, c, shown, target):
@@ -53,18 +57,18 @@ def _curve_panel(ax, data, c, shown, target):
     for m, mode in enumerate(data["modes"]):
         t = np.median(data["time"][c, m, i], axis=0)
         acc = np.median(data["accuracy"][c, m, i], axis=0)
-        ax.plot(t, 100 * acc, color=COLORS[mode], label=f"{mode}, n = {shown}")
+        ax.plot(t, 100 * acc, DASHES[mode], color=COLORS[mode], label=f"{mode}, $n$ = {shown}")
     t = np.median(data["time"][c, 0, 0], axis=0)
-    ax.plot(t, 100 * np.median(data["accuracy"][c, 0, 0], axis=0), color="0.4", ls="--",
-            label="one worker")
+    ax.plot(t, 100 * np.median(data["accuracy"][c, 0, 0], axis=0), color=OKABE_ITO["grey"],
+            ls=":", lw=2, label="one worker")
     ax.axhline(100 * target, color="k", lw=0.8, ls=":")
     ax.set_xscale("log")
     ax.set_ylim(max(0.0, 100 * target - 30), 100)
     ax.set_xlabel("simulated seconds")
     ax.set_ylabel("validation accuracy (%), median over seeds")
-    ax.legend(fontsize=8, loc="lower right")
 
 
+@styled
 def plot_scaling(data: dict, path=None, title: str | None = None, config: dict | None = None):
     """Rows: the homogeneous cluster, the one with slow workers. Columns: time to target
     against n, final validation error against n, accuracy against simulated time at the
@@ -79,11 +83,15 @@ def plot_scaling(data: dict, path=None, title: str | None = None, config: dict |
     for c, kind in enumerate(clusters):
         label = kind
         if kind != "homogeneous" and config:
-            label = f"1 in {config['slow_every']} workers {config['slowdown']:g}× slower"
+            label = f"1 in {config['slow_every']} workers {config['slowdown']:g}$\\times$ slower"
         _time_panel(axes[c, 0], data, c, target)
         axes[c, 0].set_title(f"{label}: time to target (median, quartiles)", fontsize=10)
         _accuracy_panel(axes[c, 1], data, c)
         axes[c, 1].set_title(f"{label}: final validation error", fontsize=10)
         _curve_panel(axes[c, 2], data, c, shown, target)
         axes[c, 2].set_title(f"{label}: accuracy over simulated time", fontsize=10)
-    return finish(fig, path, title, fontsize=11)
+    # each row's legends where its panels are empty (checked on the shipped data)
+    axes[0, 0].legend(loc="lower left")
+    axes[0, 1].legend(loc="upper left")
+    axes[0, 2].legend(loc="lower right")
+    return finish(fig, path, title)

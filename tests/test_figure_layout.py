@@ -1,0 +1,113 @@
+"""The figures' layout: one message each (at most 6 panels), the rest in a ``_detail``
+companion that ``asynclab figures`` builds from the same data, and symbols in mathtext.
+
+Every figure is drawn here from its committed data (``figures/data``): no simulation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from asynclab._errors import ConfigError
+from asynclab.figures import FIGURES, build, draw_saved, produce, redraw
+from asynclab.plot._style import panel_count
+
+DATA = Path(__file__).resolve().parents[1] / "figures" / "data"
+SHIPPED = DATA.parent
+MAX_PANELS = 6
+#: Symbols that must be mathtext, not raw unicode, wherever a figure writes them.
+RAW_SYMBOLS = re.compile(r"[λημθσραγτΔ∇‖∫ᵏ²⁻¹]|h_min|h_max|_pull")
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    return {name: draw_saved(name, data=DATA) for name in FIGURES}
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_every_figure_has_at_most_six_panels(drawn, name):
+    main, _ = drawn[name]
+    assert 1 <= panel_count(main) <= MAX_PANELS
+
+
+def test_the_posters_moved_their_extra_panels_to_a_companion(drawn):
+    # the figures that had more than 6 panels keep them all, split over two files
+    for name, before in (("easgd", 10), ("momentum_tuning", 13), ("mnist_rules", 8),
+                         ("model_averaging_paths", 10)):
+        main, detail = drawn[name]
+        assert detail is not None, name
+        assert panel_count(main) + panel_count(detail) >= before, name
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_every_symbol_is_mathtext(drawn, name):
+    for fig in drawn[name]:
+        if fig is None:
+            continue
+        from matplotlib.text import Text
+
+        for text in (t.get_text() for t in fig.findobj(Text)):
+            outside = re.sub(r"\$[^$]*\$", "", text)  # what mathtext does not render
+            assert not RAW_SYMBOLS.search(outside), (name, text)
+
+
+def test_redraw_builds_every_companion_from_the_saved_data(tmp_path):
+    names = [name for name, figure in FIGURES.items() if figure.detail]
+    assert redraw(names, data=DATA, out=tmp_path, echo=lambda *_: None) == names
+    for name in names:
+        for png in FIGURES[name].outputs():
+            assert (tmp_path / png).stat().st_size > 20_000, png
+    # drawn again into the same folder: refused without overwrite, nothing changed
+    before = {png: (tmp_path / png).stat().st_mtime_ns for png in FIGURES[names[0]].outputs()}
+    with pytest.raises(ConfigError, match="already exists"):
+        redraw(names[:1], data=DATA, out=tmp_path, echo=lambda *_: None)
+    assert before == {png: (tmp_path / png).stat().st_mtime_ns for png in before}
+    assert redraw(names[:1], data=DATA, out=tmp_path, echo=lambda *_: None,
+                  overwrite=True) == names[:1]
+    with pytest.raises(ConfigError, match="no saved data"):
+        redraw(names[:1], data=tmp_path / "nowhere", out=tmp_path / "other",
+               echo=lambda *_: None)
+
+
+def test_shipped_companions_are_there():
+    for figure in FIGURES.values():
+        for png in figure.outputs():
+            assert (SHIPPED / png).is_file(), png
+
+
+def test_produce_draws_the_companion_from_the_same_data(tmp_path):
+    seen = []
+
+    @dataclasses.dataclass
+    class Config:
+        size: int = 3
+
+        @classmethod
+        def quick(cls):
+            return cls()
+
+    study = types.SimpleNamespace(Config=Config, run=lambda config, progress=None:
+                                  {"x": np.arange(3.0)})
+
+    def draw(data, path, **_):
+        seen.append(("main", path.name, data["x"].sum()))
+
+    def detail(data, path, **_):
+        seen.append(("detail", path.name, data["x"].sum()))
+
+    produce("fake", study, draw, out=tmp_path, detail=detail)
+    assert seen == [("main", "fake.png", 3.0), ("detail", "fake_detail.png", 3.0)]
+
+
+def test_build_refuses_to_replace_a_companion_without_overwrite(tmp_path):
+    # checked before anything is simulated
+    (tmp_path / "easgd_detail.png").write_bytes(b"not ours")
+    with pytest.raises(ConfigError):
+        build(["easgd"], out=tmp_path, echo=lambda *_: None)
+    assert (tmp_path / "easgd_detail.png").read_bytes() == b"not ours"
