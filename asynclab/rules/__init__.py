@@ -7,7 +7,7 @@ Every factory is declared once (``@declare`` in ``_catalogue.py``); the registry
 from those declarations.
 """
 
-from . import _parts as parts
+from . import parts as parts
 from ._base import AXIS as AXIS
 from ._base import ExchangeInfo as ExchangeInfo
 from ._base import Rule as Rule

@@ -1,4 +1,4 @@
-"""The update rules, each a few lines that combine the parts in ``_parts.py``.
+"""The update rules, each a few lines that combine the parts in ``asynclab.rules.parts``.
 
 Every rule takes the worker learning rate η and (where it has local work) the window λ,
 plus ``worker_momentum`` (an optax momentum on each worker whose buffer survives pulls)
@@ -20,7 +20,7 @@ import optax
 from .._errors import ConfigError
 from ._base import AXIS, Rule
 from ._declaration import declare
-from ._parts import (
+from .parts import (
     INNER_OPTIMIZERS,
     Outer,
     accumulated_step,

@@ -1,0 +1,67 @@
+"""The parts rules are made of: local work, commit, server apply, outer step, pull.
+
+A rule is a composition of these (see ``asynclab/rules/_catalogue.py``); two rules that
+share a part call the same function. Formulas: ``docs/rules.md``; a worker's
+accumulated step is ``a = θᵏ − θ̃_pull``, its staleness ``τ = c − c_pull``.
+
+The modules: ``_checks`` (hyperparameter checks), ``_optimizers`` (inner and outer
+optimizers), ``_local`` (local work and starts), ``_exchange`` (commits, server updates,
+aggregates, pulls), ``_compose`` (parts composed into a rule's exchange).
+"""
+
+from ._checks import check_count as check_count
+from ._checks import check_flag as check_flag
+from ._checks import check_fraction as check_fraction
+from ._checks import check_momentum as check_momentum
+from ._checks import check_nonnegative as check_nonnegative
+from ._checks import check_positive as check_positive
+from ._checks import traced as traced
+from ._compose import Aggregate as Aggregate
+from ._compose import Apply as Apply
+from ._compose import Commit as Commit
+from ._compose import Pull as Pull
+from ._compose import asynchronous as asynchronous
+from ._compose import exchange_of as exchange_of
+from ._compose import synchronize_of as synchronize_of
+from ._compose import synchronous as synchronous
+from ._exchange import GapState as GapState
+from ._exchange import accumulated_step as accumulated_step
+from ._exchange import add as add
+from ._exchange import average_params as average_params
+from ._exchange import delay_compensated as delay_compensated
+from ._exchange import distance_scaled as distance_scaled
+from ._exchange import elastic_average as elastic_average
+from ._exchange import elastic_center as elastic_center
+from ._exchange import elastic_pull as elastic_pull
+from ._exchange import gap_scaled as gap_scaled
+from ._exchange import keep_params as keep_params
+from ._exchange import normalised_step as normalised_step
+from ._exchange import parameters as parameters
+from ._exchange import replace as replace
+from ._exchange import reset_to_center as reset_to_center
+from ._exchange import staleness_scaled as staleness_scaled
+from ._local import ActiveSteps as ActiveSteps
+from ._local import StopTest as StopTest
+from ._local import group_local_work as group_local_work
+from ._local import local_work as local_work
+from ._local import remember_pull as remember_pull
+from ._local import start_at_center as start_at_center
+from ._local import start_at_own as start_at_own
+from ._optimizers import INNER_OPTIMIZERS as INNER_OPTIMIZERS
+from ._optimizers import Outer as Outer
+from ._optimizers import outer_optimizer as outer_optimizer
+from ._optimizers import server_momentum as server_momentum
+from ._optimizers import worker_optimizer as worker_optimizer
+from ._optimizers import worker_sgd as worker_sgd
+
+__all__ = [
+    "ActiveSteps", "Aggregate", "Apply", "Commit", "GapState", "INNER_OPTIMIZERS", "Outer",
+    "Pull", "StopTest", "accumulated_step", "add", "asynchronous", "average_params",
+    "check_count", "check_flag", "check_fraction", "check_momentum", "check_nonnegative",
+    "check_positive", "delay_compensated", "distance_scaled", "elastic_average",
+    "elastic_center", "elastic_pull", "exchange_of", "gap_scaled", "group_local_work",
+    "keep_params", "local_work", "normalised_step", "outer_optimizer", "parameters",
+    "remember_pull", "replace", "reset_to_center", "server_momentum", "staleness_scaled",
+    "start_at_center", "start_at_own", "synchronize_of", "synchronous", "traced",
+    "worker_optimizer", "worker_sgd"
+]

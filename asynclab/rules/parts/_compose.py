@@ -1,0 +1,159 @@
+"""Rules composed of parts: an asynchronous rule's exchange, a synchronous rule's
+synchronisation, the states they carry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from .._base import (
+    ExchangeInfo,
+    Params,
+    Rule,
+    ServerState,
+    WorkerState,
+    server_at,
+)
+from ._exchange import reset_to_center
+from ._local import local_work, remember_pull, start_at_center, start_at_own
+from ._optimizers import Outer
+
+
+def _stored(pull: Pull, keep_pulled: bool) -> Pull:
+    """``pull``, storing the pulled centre only with ``keep_pulled``."""
+    if keep_pulled:
+        return pull
+
+    def stored(old: ServerState, server: ServerState, worker: WorkerState) -> WorkerState:
+        return pull(old, server, worker)._replace(pulled_center=None)
+
+    return stored
+
+
+Commit = Callable[[WorkerState], Params]
+
+
+Apply = Callable[[ServerState, Params, WorkerState, jax.Array], tuple[Params, jax.Array, Any]]
+
+
+Aggregate = Callable[[ServerState, WorkerState], tuple[Params, jax.Array]]
+
+
+Pull = Callable[[ServerState, ServerState, WorkerState], WorkerState]
+
+
+def _outer_step(outer: Outer | None, server: ServerState, proposed):
+    """Move the centre to ``proposed``, through the outer update if there is one."""
+    if outer is None:
+        return proposed, server.outer_state
+    return outer.step(server.center, proposed, server.outer_state)
+
+
+def exchange_of(commit: Commit, apply: Apply, pull: Pull, outer=None, keep_pulled=False):
+    """One atomic server interaction: commit, apply (through ``outer``), advance, pull;
+    the worker stores the centre it pulled only with ``keep_pulled``."""
+    pull = _stored(pull, keep_pulled)
+
+    def exchange(server: ServerState, worker: WorkerState):
+        staleness = server.clock - worker.pulled_clock
+        proposed, scale, extra = apply(server, commit(worker), worker, staleness)
+        center, outer_state = _outer_step(outer, server, proposed)
+        new = ServerState(center=center, clock=server.clock + 1, outer_state=outer_state,
+                          extra=extra)
+        return new, pull(server, new, worker), ExchangeInfo(staleness=staleness, scale=scale)
+
+    return exchange
+
+
+def synchronize_of(aggregate: Aggregate, pull: Pull, outer=None, keep_pulled=False):
+    """One synchronous round's communication: aggregate, outer step, advance, pull; the
+    worker stores the centre it pulled only with ``keep_pulled``."""
+    pull = _stored(pull, keep_pulled)
+
+    def synchronize(server: ServerState, worker: WorkerState):
+        proposed, scale = aggregate(server, worker)
+        center, outer_state = _outer_step(outer, server, proposed)
+        new = server._replace(center=center, clock=server.clock + 1, outer_state=outer_state)
+        staleness = jnp.zeros((), jnp.int32)
+        return new, pull(server, new, worker), ExchangeInfo(staleness=staleness, scale=scale)
+
+    return synchronize
+
+
+def _server_init(outer, init_extra):
+    def init_server(center) -> ServerState:
+        outer_state = () if outer is None else outer.init(center)
+        extra = () if init_extra is None else init_extra(center)
+        return server_at(center, outer_state, extra)
+
+    return init_server
+
+
+def _local(inner, local_steps, local, pull, keep_pulled):
+    """The rule's local work; a worker that resets to the centre and does not store the
+    centre it pulled hands its starting parameters to the exchange (:func:`remember_pull`)."""
+    local = local or local_work(inner, local_steps)
+    return remember_pull(local) if pull is reset_to_center and not keep_pulled else local
+
+
+def asynchronous(
+    name: str,
+    *,
+    inner: optax.GradientTransformation,
+    local_steps: int,
+    commit: Commit,
+    apply: Apply,
+    pull: Pull,
+    hyperparameters: dict,
+    outer: Outer | None = None,
+    init_extra: Callable[[Params], Any] | None = None,
+    local=None,
+    keep_pulled: bool = False,
+) -> Rule:
+    """An asynchronous rule from its parts.
+
+    The worker stores the centre it pulled only with ``keep_pulled`` (for parts that read
+    it and a pull that does not reset the worker); a worker that resets to the centre
+    hands it to the exchange from its local work.
+    """
+    return Rule(
+        name=name,
+        synchronous=False,
+        init_server=_server_init(outer, init_extra),
+        init_worker=start_at_center(inner, keep_pulled=keep_pulled),
+        local=_local(inner, local_steps, local, pull, keep_pulled),
+        exchange=exchange_of(commit, apply, pull, outer, keep_pulled),
+        hyperparameters=hyperparameters,
+        local_steps=int(local_steps),
+    )
+
+
+def synchronous(
+    name: str,
+    *,
+    inner: optax.GradientTransformation,
+    local_steps: int,
+    aggregate: Aggregate,
+    pull: Pull,
+    hyperparameters: dict,
+    outer: Outer | None = None,
+    local=None,
+    warmup_rounds: int = 0,
+    keep_pulled: bool = False,
+) -> Rule:
+    """A synchronous rule from its parts (``keep_pulled`` as for :func:`asynchronous`)."""
+    return Rule(
+        name=name,
+        synchronous=True,
+        init_server=_server_init(outer, None),
+        init_worker=start_at_own(inner, keep_pulled=keep_pulled),
+        local=_local(inner, local_steps, local, pull, keep_pulled),
+        exchange=synchronize_of(aggregate, pull, outer, keep_pulled),
+        hyperparameters=hyperparameters,
+        local_steps=int(local_steps),
+        warmup_rounds=int(warmup_rounds),
+    )
