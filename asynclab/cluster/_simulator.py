@@ -314,24 +314,40 @@ def _check_cluster(cluster) -> None:
 # --------------------------------------------------------------------------- async
 
 
-def _async_worker_direct(env, worker, next_block, down, log, limit, horizon, stop):
-    """A worker when the server takes no time, so that nothing ever queues.
+def _async_worker(env, worker, next_block, down, server, server_time, log, limit, horizon,
+                  stop):
+    """One asynchronous worker (or group): compute phase, commit message, exchange.
 
-    Each exchange is one timeout (reply, compute phase, commit message) followed by the
-    atomic commit-and-pull, recorded at the moment the commit reaches the server.
+    With a ``server`` (``simpy.Resource``, capacity 1, FIFO) the exchange queues there and
+    is served for ``server_time``; the commit is applied, and the worker pulls, when its
+    service ends: one atomic critical section. With ``server=None`` (a server that takes
+    no time, so nothing ever queues) each exchange is one timeout (reply, compute phase,
+    commit message) followed by the atomic commit-and-pull, recorded at the moment the
+    commit reaches the server. The pull reply then travels back over the link.
     """
     timeout = env.timeout
+    queued = server is not None
+    request = server.request if queued else None
+    release = server.release if queued else None
     append_time = log.time.append
     append_worker = log.worker.append
     append_pulled = log.pulled_clock.append
     pulled = 0
+    req = None
     delays = next_block(0.0)
     while delays:
         for delay in delays:
             yield timeout(delay)
+            if queued:
+                req = request()
+                if not req.triggered:  # granted at once when the server is idle: no resume
+                    yield req
+                yield timeout(server_time)
             now = env.now
             clock = log.clock
             if clock >= limit or now > horizon:
+                if queued:
+                    release(req)
                 if not stop.triggered:
                     stop.succeed()
                 return
@@ -339,46 +355,8 @@ def _async_worker_direct(env, worker, next_block, down, log, limit, horizon, sto
             append_worker(worker)
             append_pulled(pulled)
             pulled = log.clock = clock + 1
-        delays = next_block(now + down)
-    if not stop.triggered:  # the worker's timing model ran out of steps
-        stop.succeed()
-
-
-def _async_worker_queued(
-    env, worker, next_block, down, server, server_time, log, limit, horizon, stop
-):
-    """A worker whose exchanges queue at the server (``simpy.Resource``, capacity 1, FIFO).
-
-    The commit is applied, and the worker pulls, when its service ends: one atomic
-    critical section. The pull reply then travels back over the link.
-    """
-    timeout = env.timeout
-    request = server.request
-    release = server.release
-    append_time = log.time.append
-    append_worker = log.worker.append
-    append_pulled = log.pulled_clock.append
-    pulled = 0
-    delays = next_block(0.0)
-    while delays:
-        for delay in delays:
-            yield timeout(delay)
-            req = request()
-            if not req.triggered:  # granted at once when the server is idle: no resume
-                yield req
-            yield timeout(server_time)
-            now = env.now
-            clock = log.clock
-            if clock >= limit or now > horizon:
+            if queued:
                 release(req)
-                if not stop.triggered:
-                    stop.succeed()
-                return
-            append_time(now)
-            append_worker(worker)
-            append_pulled(pulled)
-            pulled = log.clock = clock + 1
-            release(req)
         delays = next_block(now + down)
     if not stop.triggered:  # the worker's timing model ran out of steps
         stop.succeed()
@@ -444,28 +422,11 @@ def simulate_async(
     env = simpy.Environment()
     log = _Log()
     stop = env.event()
-    if cluster.server_time == 0.0:
-        for k, stream in enumerate(streams):
-            env.process(
-                _async_worker_direct(env, k, stream.next_block, down, log, limit, horizon, stop)
-            )
-    else:
-        server = simpy.Resource(env, capacity=1)
-        for k, stream in enumerate(streams):
-            env.process(
-                _async_worker_queued(
-                    env,
-                    k,
-                    stream.next_block,
-                    down,
-                    server,
-                    cluster.server_time,
-                    log,
-                    limit,
-                    horizon,
-                    stop,
-                )
-            )
+    # a server that takes no time never queues: the workers skip the Resource altogether
+    server = None if cluster.server_time == 0.0 else simpy.Resource(env, capacity=1)
+    for k, stream in enumerate(streams):
+        env.process(_async_worker(env, k, stream.next_block, down, server, cluster.server_time,
+                                  log, limit, horizon, stop))
     env.run(until=stop)
     pulled = np.array(log.pulled_clock, dtype=np.int32)
     return Trace(
