@@ -1,17 +1,12 @@
 """Cluster timing models and the SimPy simulator that turns them into a trace."""
 
-from ._fit import ENDS as ENDS
+from ._distributions import FAMILIES as FAMILIES
+from ._distributions import DistributionFit as DistributionFit
+from ._distributions import fit_distribution as fit_distribution
+from ._distributions import fit_step_times as fit_step_times
 from ._fit import EXTENDS as EXTENDS
-from ._fit import FAMILIES as FAMILIES
-from ._fit import DistributionFit as DistributionFit
 from ._fit import FittedTimes as FittedTimes
-from ._fit import ReplayedTimes as ReplayedTimes
-from ._fit import StragglerFit as StragglerFit
-from ._fit import fit_distribution as fit_distribution
 from ._fit import fit_log as fit_log
-from ._fit import fit_step_times as fit_step_times
-from ._fit import fit_stragglers as fit_stragglers
-from ._fit import from_log as from_log
 from ._logs import StepLog as StepLog
 from ._logs import example_log_path as example_log_path
 from ._logs import log_from_threads as log_from_threads
@@ -26,9 +21,14 @@ from ._predict import predict_staleness as predict_staleness
 from ._predict import staleness_distribution as staleness_distribution
 from ._predict import total_variation as total_variation
 from ._predict import wasserstein as wasserstein
+from ._replayed import ENDS as ENDS
+from ._replayed import ReplayedTimes as ReplayedTimes
+from ._replayed import from_log as from_log
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulate_sync as simulate_sync
 from ._simulator import simulator_bytes as simulator_bytes
+from ._stragglers import StragglerFit as StragglerFit
+from ._stragglers import fit_stragglers as fit_stragglers
 from ._summary import summarize_log as summarize_log
 from ._timing import DISTRIBUTIONS as DISTRIBUTIONS
 from ._timing import Cluster as Cluster

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import ConfigError
-from ._fit import FittedTimes, _as_log, fit_log, from_log
+from ._fit import FittedTimes, fit_log
 from ._logs import StepLog, measured_trace
+from ._replayed import _as_log, from_log
 from ._simulator import simulate_async
 from ._timing import Cluster, ComputeTime
 from ._trace import Trace

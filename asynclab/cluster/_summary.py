@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._fit import _as_log, fit_log
+from ._fit import fit_log
 from ._predict import predict_staleness
+from ._replayed import _as_log
 
 
 def _round(x, digits=6):

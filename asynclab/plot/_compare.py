@@ -71,7 +71,8 @@ def compare(results: Sequence, labels: Sequence[str] | None = None, *,
     Returns:
       The matplotlib axes.
 
-    A diverged run counts as the worst value from its divergence on (see :func:`series`);
+    A diverged run counts as the worst value from its divergence on (infinite loss, zero
+    accuracy), so that a median over seeds is a median over all of them;
     the legend says how many of each result's runs diverged.
     """
     results = list(results)
