@@ -1,15 +1,18 @@
 """What the interactive notebooks (``notebooks/``) use beside the studies and plots:
-widgets over runs, small data helpers and drawings built on the engine, the studies and
-the backends (no rules, no studies and no drawing code of their own in a notebook).
+widgets over runs and small data helpers built on the engine, the studies and the
+backends; their drawings live in :mod:`asynclab.plot.notebooks` and are re-exported here
+(no rules, no studies and no drawing code of their own in a notebook).
 
 Nothing below imports this package; it sits at the top with ``plot``, ``figures`` and
 the CLI.
 """
 
 from .._cache import enable_compile_cache as _enable_compile_cache
+from ..plot.notebooks import plot_executors as plot_executors
+from ..plot.notebooks import plot_rule_comparison as plot_rule_comparison
+from ..plot.notebooks import plot_running_probability as plot_running_probability
 from ._devices import compare_executors as compare_executors
 from ._devices import notebook_devices as notebook_devices
-from ._devices import plot_executors as plot_executors
 from ._display import figure_png as figure_png
 from ._display import show as show
 from ._explorer import NOISE_MAX as NOISE_MAX
@@ -20,11 +23,9 @@ from ._explorer import rule_controls as rule_controls
 from ._explorer import worker_paths as worker_paths
 from ._mc import accumulate as accumulate
 from ._mc import cell_success as cell_success
-from ._mc import plot_running_probability as plot_running_probability
 from ._mnist import ExchangeRecord as ExchangeRecord
 from ._mnist import compare_rules as compare_rules
 from ._mnist import exchange_record as exchange_record
-from ._mnist import plot_rule_comparison as plot_rule_comparison
 from ._staleness import momentum_data as momentum_data
 from ._staleness import staleness_data as staleness_data
 

@@ -5,17 +5,12 @@ from __future__ import annotations
 import time
 
 import jax
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .._errors import ConfigError  # noqa: E402
-from ..backends import run_pmap  # noqa: E402
-from ..backends._devices import _backends_started  # noqa: E402
-from ..engine import replay  # noqa: E402
-from ..plot._common import finish  # noqa: E402
+from .._errors import ConfigError
+from ..backends import run_pmap
+from ..backends._devices import _backends_started
+from ..engine import replay
 
 
 def notebook_devices(n: int) -> list:
@@ -92,31 +87,3 @@ def compare_executors(rule, problem, trace, devices, *, seed: int = 0, noise: fl
         "segments": device.segments,
         "platform": devices[0].platform,
     }
-
-
-def plot_executors(data: dict, path=None):
-    """The central loss of both executors against commits, and their wall times."""
-    fig, (ax, wx) = plt.subplots(1, 2, figsize=(12, 4.2),
-                                 gridspec_kw={"width_ratios": [1.4, 1]})
-    device, replayed = data["device"], data["replay"]
-    ax.plot(replayed.record_events, replayed.loss[0], "-", lw=3, color="tab:blue", alpha=0.5,
-            label="simulator replay")
-    ax.plot(device.record_events, device.loss[0], "--", lw=1.2, color="k",
-            label="device executor")
-    ax.set_yscale("log")
-    ax.set_xlabel("commits")
-    ax.set_ylabel("central loss")
-    ax.set_title(f"same trace, same seed: max |difference| = {data['max_difference']:.2e}",
-                 fontsize=10)
-    ax.legend(fontsize=9)
-    names = ["device executor", "replay"]
-    first = [data["wall"]["device"][0], data["wall"]["replay"][0]]
-    second = [data["wall"]["device"][1], data["wall"]["replay"][1]]
-    x = np.arange(2)
-    wx.bar(x - 0.2, first, 0.4, color="tab:orange", label="first call (compiles)")
-    wx.bar(x + 0.2, second, 0.4, color="tab:green", label="second call")
-    wx.set_xticks(x, names)
-    wx.set_ylabel("wall time (s)")
-    wx.set_title(f"{data['segments']} device calls on {data['platform']} devices", fontsize=10)
-    wx.legend(fontsize=9)
-    return finish(fig, path)

@@ -12,18 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 from .. import _validate
-from .._errors import ConfigError  # noqa: E402
-from ..plot._common import finish, series_colors  # noqa: E402
-from ..plot.model_averaging_mc import probability_bars  # noqa: E402
-from ..problems import get_problem  # noqa: E402
-from ..studies.model_averaging_mc import Config, replay_cell, wilson  # noqa: E402
+from .._errors import ConfigError
+from ..problems import get_problem
+from ..studies.model_averaging_mc import Config, replay_cell, wilson
 
 
 def cell_success(config: Config, workers: int, local_steps: int, seeds) -> np.ndarray:
@@ -94,39 +88,3 @@ def _snapshot(config, workers, lams, success, runs, history, total) -> dict:
         "noise": config.noise,
         "success_loss": config.success_loss,
     }
-
-
-def plot_running_probability(data: dict, path=None):
-    """Left: P(success) against n for each λ with its 95 % Wilson interval, as far as
-    the runs have come. Right: every cell's estimate and interval against the number of
-    runs, narrowing as they accumulate."""
-    workers = data["workers"]
-    lams = [int(v) for v in data["local_steps"]]
-    fig, (ax, rx) = plt.subplots(1, 2, figsize=(13, 4.6))
-    high = np.nan_to_num(data["high"])
-    positions = probability_bars(ax, workers, lams, np.nan_to_num(data["probability"]),
-                                 np.nan_to_num(data["low"]), high,
-                                 [f"λ = {lam}" for lam in lams])
-    for i, x in enumerate(positions):
-        for k, n in enumerate(x):
-            ax.annotate(f"{int(data['runs'][i, k])}", (n, min(high[i, k] + 0.02, 0.95)),
-                        ha="center", fontsize=7)
-    ax.set_ylabel(f"P(central loss < {data['success_loss']:g} at the end)")
-    ax.set_title(f"{100 * data['done']:.0f} % of the runs done (runs per bar above it), "
-                 "95 % Wilson intervals", fontsize=10)
-    ax.legend(loc="upper left", fontsize=8)
-    cells = list(data["history"])
-    line_colors = series_colors(len(cells))
-    for (lam, n), color in zip(cells, line_colors, strict=True):
-        rows = np.array(data["history"][(lam, n)], float).reshape(-1, 4)
-        if rows.size == 0:
-            continue
-        rx.plot(rows[:, 0], rows[:, 1], "o-", color=color, ms=3, label=f"n = {n}, λ = {lam}")
-        rx.fill_between(rows[:, 0], rows[:, 2], rows[:, 3], color=color, alpha=0.15)
-    rx.set_ylim(0, 1)
-    rx.set_xlabel("runs so far")
-    rx.set_ylabel("P(success) and its 95 % interval")
-    rx.set_title("the intervals narrow as 1/√runs", fontsize=10)
-    rx.legend(fontsize=7, ncol=2, loc="lower right")
-    return finish(fig, path, f"Model averaging on Beale, η = {data['learning_rate']:g}, "
-                             f"σ² = {data['noise']:g}", fontsize=11)

@@ -11,18 +11,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .._errors import ConfigError  # noqa: E402
-from ..cluster import Trace  # noqa: E402
-from ..engine import Result, record_exchanges, run  # noqa: E402
-from ..plot._common import finish, series_colors  # noqa: E402
-from ..problems import Problem  # noqa: E402
-from ..rules import Rule  # noqa: E402
+from .._errors import ConfigError
+from ..cluster import Trace
+from ..engine import Result, record_exchanges, run
+from ..problems import Problem
+from ..rules import Rule
 
 
 def compare_rules(rules, *, problem: str = "mnist", workers: int = 4, commits: int = 600,
@@ -93,39 +88,3 @@ def exchange_record(rule: Rule, problem: Problem | str, trace: Trace, *, seed: i
     record = record_exchanges(rule, problem, trace, seeds=[seed], noise=noise)
     return ExchangeRecord(record.scale[0], record.staleness[0],
                           jax.tree.map(lambda x: x[0], record.final_params))
-
-
-def plot_rule_comparison(results: dict[str, Result], scales: ExchangeRecord | None = None,
-                         path=None, *, title: str | None = None):
-    """The centre's validation accuracy and its training loss against simulated time for
-    every rule, and (given ``scales``) the factor the server applied at every commit
-    against the commit's staleness."""
-    panels = 3 if scales is not None else 2
-    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.4))
-    colors = series_colors(len(results))
-    for (name, result), color in zip(results.items(), colors, strict=True):
-        time = result.record_time[0]
-        axes[0].plot(time, result.metrics["accuracy"][0], "-", color=color, lw=1.8,
-                     label=name)
-        axes[1].plot(time, result.loss[0], "-", color=color, lw=1.8, label=name)
-    axes[0].set_ylabel("validation accuracy of the centre")
-    axes[0].set_ylim(0, 1)
-    axes[0].set_title("accuracy against simulated time", fontsize=10)
-    axes[1].set_ylabel("training loss of the centre")
-    axes[1].set_yscale("log")
-    axes[1].set_title("loss against simulated time", fontsize=10)
-    for ax in axes[:2]:
-        ax.set_xlabel("simulated time (s)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    if scales is not None:
-        ax = axes[2]
-        jitter = np.random.default_rng(0).uniform(-0.25, 0.25, scales.staleness.size)
-        points = ax.scatter(scales.staleness + jitter, scales.scale, s=6, alpha=0.5,
-                            c=np.arange(scales.scale.size), cmap="viridis")
-        fig.colorbar(points, ax=ax, label="commit")
-        ax.set_xlabel("staleness τ of the commit (commits)")
-        ax.set_ylabel("scale factor, mean over the weights")
-        ax.set_title(f"the server's scale factors (mean {scales.scale.mean():.3f}, "
-                     f"smallest {scales.scale.min():.3f})", fontsize=10)
-    return finish(fig, path, title, fontsize=11)
