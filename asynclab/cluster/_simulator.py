@@ -265,24 +265,18 @@ def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True) -> l
 
 
 def _check_budget(name: str, count, horizon, local_steps) -> tuple[int | float, float]:
-    if (
-        not isinstance(local_steps, numbers.Integral)
-        or isinstance(local_steps, bool)
-        or (local_steps < 1)
-    ):
+    if not isinstance(local_steps, numbers.Integral):  # a whole float is not a step count
         raise ConfigError(f"local_steps must be an integer >= 1, got {local_steps!r}")
+    _validate.count(local_steps, "local_steps")
     if (count is None) == (horizon is None):
         raise ConfigError(
             f"give exactly one of {name} / horizon, got {name}={count!r}, horizon={horizon!r}"
         )
     if count is not None:
-        if not isinstance(count, numbers.Integral) or isinstance(count, bool) or count < 1:
+        if not isinstance(count, numbers.Integral):
             raise ConfigError(f"{name} must be an integer >= 1, got {count!r}")
-        return int(count), math.inf
-    ok = isinstance(horizon, numbers.Real) and not isinstance(horizon, bool)
-    if not (ok and math.isfinite(horizon) and horizon > 0):
-        raise ConfigError(f"horizon must be a finite number > 0, got {horizon!r}")
-    return math.inf, float(horizon)
+        return _validate.count(count, name), math.inf
+    return math.inf, _validate.number(horizon, "horizon", low=0, low_open=True)
 
 
 #: Bytes a simulated worker holds beside its draws (a SimPy process, its stream).

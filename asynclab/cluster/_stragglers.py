@@ -4,12 +4,11 @@ come and go) estimated from the labelled sequences."""
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-from .._errors import ConfigError
+from .. import _validate
 from ._distributions import _MIN_STEPS, DistributionFit, fit_step_times
 
 
@@ -78,9 +77,7 @@ def fit_stragglers(times_per_worker, *, threshold: float = 3.0, bootstrap: int =
     Returns:
       A :class:`StragglerFit`.
     """
-    if not (isinstance(threshold, numbers.Real) and math.isfinite(threshold) and threshold > 1):
-        raise ConfigError(f"threshold must be a finite number > 1 (a factor over the "
-                          f"median), got {threshold!r}")
+    _validate.number(threshold, "threshold (a factor over the median)", low=1, low_open=True)
     counts = np.zeros((2, 2))
     labels, episodes, ratios = [], [], []
     for k, t in enumerate(times_per_worker):

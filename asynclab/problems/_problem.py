@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _names
+from .. import _names, _validate
 from .._errors import ConfigError
 from .._oracle import Oracle, additive_noise
 
@@ -147,18 +147,10 @@ def analytic(name, f, *, start, box, domain, minima, success_radius=0.1) -> Prob
 def check_noise(noise) -> float:
     """``noise`` (the variance σ²) as a finite float >= 0, or a ConfigError."""
     what = "noise (the gradient-noise variance σ²)"
-    if isinstance(noise, bool):
-        raise ConfigError(f"{what} must be a number, got {noise}")
-    try:
-        noise = float(noise)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{what} must be a number, got {noise!r}") from None
-    if not np.isfinite(noise) or noise < 0:
-        raise ConfigError(f"{what} must be a finite number >= 0, got {noise}")
-    if noise > float(np.finfo(np.float32).max):
-        raise ConfigError(f"{what} = {noise:g} overflows float32, the precision the runs "
-                          "compute in")
-    return noise
+    if not isinstance(noise, bool) and getattr(noise, "ndim", None) == 0 \
+            and getattr(getattr(noise, "dtype", None), "kind", "") in "fiu":
+        noise = noise.item()  # a concrete 0-d array
+    return _validate.number(noise, what, low=0, dtype=np.float32)
 
 
 def stochastic_gradient(problem: Problem, noise: float = 0.0, *, std=None) -> Oracle:
