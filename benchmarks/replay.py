@@ -704,11 +704,7 @@ def print_floors(out):
         label = {"numpy": "numpy event loop (a)", "engine": "asynclab replay (c)",
                  "floor": "hand-fused floor"}[what]
         ratio = rates[what] / rates["numpy"]
-        mark = ""
-        if what == "engine":
-            share = rates["engine"] / rates["floor"]
-            mark = (f"   {share:.2f}x the floor (bar >= {FLOOR_TARGET:g}x: "
-                    f"{'met' if share >= FLOOR_TARGET else 'MISSED'})")
+        mark = _floor_mark(rates, "the floor") if what == "engine" else ""
         print(f"      {label:26} {rates[what]:12.4g} {ratio:8.3g}x{mark}")
     seeds, rounds = out["averaging size"]
     rates = out["averaging"]
@@ -719,12 +715,14 @@ def print_floors(out):
     for what in ("engine", "floor", "floor x2"):
         label = {"engine": "asynclab replay (h)", "floor": "hand-fused floor, 1 call",
                  "floor x2": "hand-fused floor, 2 at once"}[what]
-        mark = ""
-        if what == "engine":
-            share = rates["engine"] / rates["floor"]
-            mark = (f"   {share:.2f}x the 1-call floor (bar >= {FLOOR_TARGET:g}x: "
-                    f"{'met' if share >= FLOOR_TARGET else 'MISSED'})")
+        mark = _floor_mark(rates, "the 1-call floor") if what == "engine" else ""
         print(f"      {label:26} {rates[what]:12.4g}   figure {full / rates[what]:8.0f} s{mark}")
+
+
+def _floor_mark(rates, floor: str) -> str:
+    share = rates["engine"] / rates["floor"]
+    return (f"   {share:.2f}x {floor} (bar >= {FLOOR_TARGET:g}x: "
+            f"{'met' if share >= FLOOR_TARGET else 'MISSED'})")
 
 
 def device_line() -> str:

@@ -28,3 +28,16 @@ def run(*args, devices: int = 1, timeout: float = 240) -> subprocess.CompletedPr
     """``python ARGS...`` to completion, with ``devices`` simulated CPU devices."""
     return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=environment(devices))
+
+
+def example_environment(root) -> dict:
+    """What a documented example runs with (README.md and docs/): this checkout first on
+    ``PYTHONPATH``, 4 simulated CPU devices (the device examples need them), no display."""
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    env["JAX_PLATFORMS"] = "cpu"
+    env["MPLBACKEND"] = "Agg"
+    return env

@@ -27,7 +27,6 @@ Pages whose blocks take long together run in the slow tier (``SLOW``).
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from children import example_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -97,12 +97,7 @@ def _pages() -> list[Path]:
 
 
 def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
-    env["JAX_PLATFORMS"] = "cpu"
-    env["MPLBACKEND"] = "Agg"
-    return env
+    return example_environment(ROOT)
 
 
 def _argv(command: list[str]) -> list[str]:

@@ -8,7 +8,6 @@ devices (the device example needs them). Blocks whose info string is not exactly
 from __future__ import annotations
 
 import concurrent.futures
-import os
 import re
 import shlex
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from children import example_environment
 
 # module fixtures that run many processes: the whole file on one xdist worker
 pytestmark = pytest.mark.xdist_group("readme")
@@ -38,12 +38,7 @@ def command(prefix: str) -> list[str]:
 
 
 def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
-    env["JAX_PLATFORMS"] = "cpu"
-    env["MPLBACKEND"] = "Agg"
-    return env
+    return example_environment(ROOT)
 
 
 def _python(code: str, folder: Path) -> subprocess.CompletedProcess:
