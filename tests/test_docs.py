@@ -168,3 +168,18 @@ def test_the_page_runs_as_written(page, tmp_path):
         ran = _run(block, tmp_path)
         print(f"{block.page}:{block.line} {block.language} {time.perf_counter() - start:.1f} s")
         _check(block, ran)
+
+
+@pytest.mark.slow  # a dozen command lines, the MNIST one alone about 95 s
+def test_the_readme_commands_run_as_written(tmp_path):
+    """README.md's shell command lines (its python blocks run in tests/test_readme.py), in
+    order, in one empty folder: the runs, the sweep, the logs, the device backends."""
+    readme = ROOT / "README.md"
+    shells = [b for b in runnable(parse(readme.name, readme.read_text()))
+              if b.language in SHELLS]
+    assert sum(len(commands(b)) for b in shells) >= 10
+    for block in shells:
+        start = time.perf_counter()
+        ran = _run(block, tmp_path)
+        print(f"README.md:{block.line} {time.perf_counter() - start:.1f} s")
+        _check(block, ran)
