@@ -1,5 +1,7 @@
-"""The figures' layout: one message each (at most 6 panels), the rest in a ``_detail``
-companion that ``asynclab figures`` builds from the same data, and symbols in mathtext.
+"""The figures' layout: every shipped PNG, companions included, one message each (at most
+6 panels); what does not fit is in ``_detail`` companions (``NAME_detail.png``,
+``NAME_detail_2.png``, …) that ``asynclab figures`` builds from the same data; symbols in
+mathtext.
 
 Every figure is drawn here from its committed data (``figures/data``): no simulation.
 """
@@ -30,28 +32,48 @@ def drawn():
     return {name: draw_saved(name, data=DATA) for name in FIGURES}
 
 
-@pytest.mark.parametrize("name", list(FIGURES))
-def test_every_figure_has_at_most_six_panels(drawn, name):
-    main, _ = drawn[name]
-    assert 1 <= panel_count(main) <= MAX_PANELS
+@pytest.mark.parametrize("png", [png for figure in FIGURES.values()
+                                 for png in figure.outputs()])
+def test_every_png_has_at_most_six_panels(drawn, png):
+    # companions too: no shipped file is a poster
+    name = next(name for name, figure in FIGURES.items() if png in figure.outputs())
+    main, companions = drawn[name]
+    fig = dict(zip(FIGURES[name].outputs(), [main, *companions], strict=True))[png]
+    assert 1 <= panel_count(fig) <= MAX_PANELS
 
 
-def test_the_posters_moved_their_extra_panels_to_a_companion(drawn):
-    # the figures that had more than 6 panels keep them all, split over two files
+def test_the_posters_moved_their_extra_panels_to_companions(drawn):
+    # the figures that had more than 6 panels keep them all, split over several files
     for name, before in (("easgd", 10), ("momentum_tuning", 13), ("mnist_rules", 8),
                          ("model_averaging_paths", 10)):
-        main, detail = drawn[name]
-        assert detail is not None, name
-        assert panel_count(main) + panel_count(detail) >= before, name
+        main, companions = drawn[name]
+        assert companions, name
+        assert panel_count(main) + sum(map(panel_count, companions)) >= before, name
+
+
+def _titles(fig):
+    return [ax.get_title() for ax in fig.axes if ax.has_data()]
+
+
+def test_momentum_tuning_draws_both_maps_of_every_n(drawn):
+    # the rate map of the seed-mean centre and the single-run map of each n are in some
+    # shipped file: the rate maps of every n in the first companion, the single runs of
+    # every n in the second
+    main, (rates, runs) = drawn["momentum_tuning"]
+    for n in (1, 2, 4, 8, 16):
+        for fig, kind in ((rates, "rate of the seed-mean centre"),
+                          (runs, "single runs, median commits")):
+            assert sum(t.startswith(f"$n$ = {n}: {kind}") for t in _titles(fig)) == 1, \
+                (n, kind)
+    assert sum("$n$ = 16: single runs" in t for t in _titles(main)) == 1
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_every_symbol_is_mathtext(drawn, name):
-    for fig in drawn[name]:
-        if fig is None:
-            continue
-        from matplotlib.text import Text
+    from matplotlib.text import Text
 
+    main, companions = drawn[name]
+    for fig in (main, *companions):
         for text in (t.get_text() for t in fig.findobj(Text)):
             outside = re.sub(r"\$[^$]*\$", "", text)  # what mathtext does not render
             assert not RAW_SYMBOLS.search(outside), (name, text)
@@ -81,7 +103,7 @@ def test_shipped_companions_are_there():
             assert (SHIPPED / png).is_file(), png
 
 
-def test_produce_draws_the_companion_from_the_same_data(tmp_path):
+def test_produce_draws_the_companions_from_the_same_data(tmp_path):
     seen = []
 
     @dataclasses.dataclass
@@ -103,11 +125,27 @@ def test_produce_draws_the_companion_from_the_same_data(tmp_path):
 
     produce("fake", study, draw, out=tmp_path, detail=detail)
     assert seen == [("main", "fake.png", 3.0), ("detail", "fake_detail.png", 3.0)]
+    # several companions: NAME_detail.png, NAME_detail_2.png, … in order
+    seen.clear()
+    produce("fake", study, draw, out=tmp_path, detail=[detail, detail, detail])
+    assert seen == [("main", "fake.png", 3.0), ("detail", "fake_detail.png", 3.0),
+                    ("detail", "fake_detail_2.png", 3.0), ("detail", "fake_detail_3.png", 3.0)]
 
 
-def test_build_refuses_to_replace_a_companion_without_overwrite(tmp_path):
-    # checked before anything is simulated
-    (tmp_path / "easgd_detail.png").write_bytes(b"not ours")
+def test_outputs_name_every_companion():
+    figure = FIGURES["momentum_tuning"]
+    assert figure.outputs() == ["momentum_tuning.png", "momentum_tuning_detail.png",
+                                "momentum_tuning_detail_2.png"]
+    assert len(figure.companions()) == 2
+    assert FIGURES["staleness"].outputs() == ["staleness.png"]
+    assert FIGURES["staleness"].companions() == []
+
+
+@pytest.mark.parametrize("name, png", [("easgd", "easgd_detail.png"),
+                                       ("momentum_tuning", "momentum_tuning_detail_2.png")])
+def test_build_refuses_to_replace_a_companion_without_overwrite(tmp_path, name, png):
+    # checked before anything is simulated, for every companion
+    (tmp_path / png).write_bytes(b"not ours")
     with pytest.raises(ConfigError):
-        build(["easgd"], out=tmp_path, echo=lambda *_: None)
-    assert (tmp_path / "easgd_detail.png").read_bytes() == b"not ours"
+        build([name], out=tmp_path, echo=lambda *_: None)
+    assert (tmp_path / png).read_bytes() == b"not ours"

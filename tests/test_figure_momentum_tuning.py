@@ -128,7 +128,8 @@ def _claims(data):
 def test_momentum_tuning_figure_and_its_claims(tmp_path):
     data = load_figure("momentum_tuning").main(quick=True, out=tmp_path)
     assert (tmp_path / "momentum_tuning.png").stat().st_size > 20_000
-    assert (tmp_path / "momentum_tuning_detail.png").stat().st_size > 20_000  # its companion
+    for companion in ("momentum_tuning_detail.png", "momentum_tuning_detail_2.png"):
+        assert (tmp_path / companion).stat().st_size > 20_000  # its companions
     assert list(data["n"]) == [1, 16]
     _claims(data)
 

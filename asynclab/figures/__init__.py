@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from .._errors import ConfigError
-from ._catalogue import FIGURES, Figure
+from ._catalogue import FIGURES, Figure, companion_file
 
 __all__ = ["FIGURES", "Figure", "available", "build", "default_out", "draw_saved",
            "load_figure", "produce", "redraw"]
@@ -40,10 +40,10 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
           overwrite: bool = False):
     """Build each named figure (all by default) into ``out``; returns timings.
 
-    Every name, and every file a figure will write (``out/NAME.png``,
-    ``out/NAME_detail.png``, ``out/data/NAME.npz``), is checked before any figure is
-    built: an existing file is replaced only with ``overwrite`` (and its data only if they
-    are a study's data).
+    Every name, and every file a figure will write (``out/NAME.png``, each companion
+    ``out/NAME_detail.png``, ``out/NAME_detail_2.png``, …, and ``out/data/NAME.npz``), is
+    checked before any figure is built: an existing file is replaced only with
+    ``overwrite`` (and its data only if they are a study's data).
     """
     from .. import _validate
     from .._cache import enable_compile_cache
@@ -70,7 +70,7 @@ def build(names=None, *, quick: bool = False, out: str | Path | None = None, ech
 def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=None,
             title=None, pass_config: bool = False, detail=None) -> dict:
     """What every figure does: run the study, save its data, draw the PNG (and its
-    companion ``NAME_detail.png`` from the same data).
+    companions ``NAME_detail.png``, ``NAME_detail_2.png``, … from the same data).
 
     Args:
       name: the figure's name (file names ``out/NAME.png`` and ``out/data/NAME.npz``).
@@ -80,7 +80,8 @@ def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=N
       out: output folder (default: :func:`default_out`).
       title: optional ``title(config) -> str`` handed to ``draw`` as ``title=``.
       pass_config: also hand ``draw`` the config as a dict (``config=``).
-      detail: ``detail(data, path, ...)`` drawing ``out/NAME_detail.png``, or None.
+      detail: ``detail(data, path, ...)`` drawing ``out/NAME_detail.png``, a list of them
+        (drawing ``out/NAME_detail.png``, ``out/NAME_detail_2.png``, … in order), or None.
 
     Returns:
       The study's data.
@@ -96,8 +97,9 @@ def produce(name: str, study, draw, *, quick: bool = False, out=None, progress=N
 
 
 def _draw(name, data, config, draw, detail, out, *, title, pass_config):
-    """Draw ``NAME.png`` and (with ``detail``) ``NAME_detail.png`` into ``out`` (None:
-    write nothing); returns the two figures (the second None without ``detail``)."""
+    """Draw ``NAME.png`` and its companions (``detail``: one drawing, a list or None)
+    into ``out`` (None: write nothing); returns the main figure and the list of
+    companions (empty without ``detail``)."""
     import dataclasses
 
     options = {}
@@ -106,17 +108,17 @@ def _draw(name, data, config, draw, detail, out, *, title, pass_config):
     if pass_config:
         options["config"] = dataclasses.asdict(config)
     main = draw(data, None if out is None else out / f"{name}.png", **options)
-    companion = None
-    if detail is not None:
-        companion = detail(data, None if out is None else out / f"{name}_detail.png",
-                           **options)
-    return main, companion
+    details = [] if detail is None else [detail] if callable(detail) else list(detail)
+    companions = [companion(data, None if out is None else out / companion_file(name, k),
+                            **options)
+                  for k, companion in enumerate(details)]
+    return main, companions
 
 
 def draw_saved(name: str, *, data: str | Path, out: str | Path | None = None):
-    """Draw figure ``name`` and its companion from its saved data ``DATA/NAME.npz`` (no
-    simulation), into ``out`` if given; returns the two matplotlib figures (the second
-    None where the figure has no companion)."""
+    """Draw figure ``name`` and its companions from its saved data ``DATA/NAME.npz`` (no
+    simulation), into ``out`` if given; returns the main matplotlib figure and the list
+    of its companions, in the order of ``Figure.outputs()`` (empty where it has none)."""
     import importlib
 
     from .. import studies
@@ -126,14 +128,14 @@ def draw_saved(name: str, *, data: str | Path, out: str | Path | None = None):
     values, stored = studies.load(Path(data) / f"{name}.npz")
     config = study.Config(**{k: tuple(v) if isinstance(v, list) else v
                              for k, v in stored.items()})
-    return _draw(name, values, config, figure.drawing(), figure.drawing(detail=True),
+    return _draw(name, values, config, figure.drawing(), figure.companions(),
                  None if out is None else Path(out), title=figure.title,
                  pass_config=figure.pass_config)
 
 
 def redraw(names=None, *, data=None, out: str | Path | None = None, echo=print,
            overwrite: bool = False):
-    """Draw each named figure (all by default) and its companion again from its saved
+    """Draw each named figure (all by default) and its companions again from its saved
     data (``DATA/NAME.npz``, ``DATA`` = ``out/data`` by default) into ``out``: no
     simulation. Every data file and output is checked first: an existing PNG is replaced
     only with ``overwrite``, as by :func:`build`. Returns the names drawn."""

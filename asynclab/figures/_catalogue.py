@@ -23,7 +23,9 @@ class Figure(NamedTuple):
       title: ``title(config) -> str``, the title drawn from the study's config, or None.
       pass_config: whether ``draw`` also takes the config as a dict (``config=``).
       detail: ``"module:function"`` that draws the companion ``NAME_detail.png`` (the
-        panels that do not fit the figure's one message) from the same data, or None.
+        panels that do not fit the figure's one message) from the same data, or a tuple
+        of them, one companion each (``NAME_detail.png``, ``NAME_detail_2.png``, …, in
+        order: every shipped PNG keeps to at most 6 panels), or None.
     """
 
     name: str
@@ -32,32 +34,49 @@ class Figure(NamedTuple):
     draw: str
     title: Callable | None = None
     pass_config: bool = False
-    detail: str | None = None
+    detail: str | tuple[str, ...] | None = None
 
     def main(self, quick: bool = False, out: str | Path | None = None) -> dict:
         """Run the study (its quick config with ``quick``), save its data to
-        ``out/data/NAME.npz``, draw ``out/NAME.png`` (and ``out/NAME_detail.png``);
-        returns the study's data."""
+        ``out/data/NAME.npz``, draw ``out/NAME.png`` (and its companions,
+        ``out/NAME_detail.png``, …); returns the study's data."""
         from . import default_out, produce
 
         study = importlib.import_module(f"asynclab.studies.{self.study}")
         return produce(self.name, study, self.drawing(), quick=quick,
                        out=default_out() if out is None else out, title=self.title,
-                       pass_config=self.pass_config, detail=self.drawing(detail=True))
+                       pass_config=self.pass_config, detail=self.companions())
+
+    def details(self) -> tuple[str, ...]:
+        """The ``"module:function"`` of each companion, in order (empty: none)."""
+        if self.detail is None:
+            return ()
+        return (self.detail,) if isinstance(self.detail, str) else tuple(self.detail)
 
     def outputs(self) -> list[str]:
-        """The PNG files the figure writes: ``NAME.png`` and, with a detail,
-        ``NAME_detail.png``."""
-        return [f"{self.name}.png"] + ([f"{self.name}_detail.png"] if self.detail else [])
+        """The PNG files the figure writes: ``NAME.png`` and one per companion,
+        ``NAME_detail.png``, ``NAME_detail_2.png``, … in order."""
+        return [f"{self.name}.png"] + [companion_file(self.name, k)
+                                       for k in range(len(self.details()))]
 
-    def drawing(self, detail: bool = False) -> Callable | None:
-        """The function that draws the figure (its companion with ``detail``; None where
-        it has none)."""
-        target = self.detail if detail else self.draw
-        if target is None:
-            return None
-        module, function = target.split(":")
-        return getattr(importlib.import_module(f"asynclab.plot.{module}"), function)
+    def drawing(self) -> Callable:
+        """The function that draws the figure."""
+        return _resolve(self.draw)
+
+    def companions(self) -> list[Callable]:
+        """The functions that draw its companions, in the order of :meth:`outputs`."""
+        return [_resolve(target) for target in self.details()]
+
+
+def companion_file(name: str, k: int) -> str:
+    """The file of figure ``name``'s companion ``k`` (from 0): ``NAME_detail.png``, then
+    ``NAME_detail_2.png``, ``NAME_detail_3.png``, …"""
+    return f"{name}_detail.png" if k == 0 else f"{name}_detail_{k + 1}.png"
+
+
+def _resolve(target: str) -> Callable:
+    module, function = target.split(":")
+    return getattr(importlib.import_module(f"asynclab.plot.{module}"), function)
 
 
 def _agn_title(config) -> str:
@@ -118,7 +137,8 @@ _ALL = [
     Figure("momentum_tuning", "Joint (η, μ) tuning under asynchrony: the predicted and the "
            "measured rate of the expected centre, and what single runs do.",
            "momentum_tuning", "momentum_tuning:plot_momentum_tuning", _momentum_tuning_title,
-           detail="momentum_tuning:plot_momentum_tuning_detail"),
+           detail=("momentum_tuning:plot_momentum_tuning_rates",
+                   "momentum_tuning:plot_momentum_tuning_runs")),
     Figure("model_averaging_paths", "Model averaging on Beale's function with identical vs "
            "random initialisation: worker and central paths for λ ∈ {1, 5, 100, 1000}.",
            "model_averaging_paths", "model_averaging_paths:plot_model_averaging_paths",

@@ -1,6 +1,7 @@
 """Drawing the momentum-tuning study: the theorem's rate, the measured rate of the mean
-and what single runs do on the (μ, η) grid (``momentum_tuning.png`` for two n, the maps
-of every n in ``momentum_tuning_detail.png``)."""
+and what single runs do on the (μ, η) grid (``momentum_tuning.png`` for two n; the rate
+map of every n in ``momentum_tuning_detail.png``, the single-run map of every n in
+``momentum_tuning_detail_2.png``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import LogNorm  # noqa: E402
 
 from ._common import finish, log2_axis  # noqa: E402
-from ._style import OKABE_ITO, legend_below, legend_outside, panels, sequential, styled  # noqa: E402
+from ._style import (  # noqa: E402
+    FONT,
+    OKABE_ITO,
+    legend_below,
+    legend_outside,
+    panels,
+    sequential,
+    styled,
+)
 
 
 def _axes(ax, etas, mus):
@@ -46,6 +55,8 @@ def _mark(ax, data, where, marker, color, label):
 
 
 _RATE_NORM = plt.Normalize(0.94, 1.02)
+_RATE_LABEL = "measured decay rate per commit"
+_RUNS_LABEL = "median commits to target"
 
 
 def _score_norm(data):
@@ -65,6 +76,9 @@ def _rate_map(fig, ax, data, i, *, bar: bool, legend: bool):
     partial = (measurable > 0) & (measurable < dim)
     for e, m in zip(*np.nonzero(partial), strict=True):
         ax.text(m, e, "·", ha="center", va="center", fontsize=14)
+    if np.any(measurable == 0):  # an empty cell (white), in the legend: a patch of no size
+        ax.add_patch(plt.Rectangle((0, 0), 0, 0, fc="white", ec="0.5", lw=0.5,
+                                   label="white: every direction swamped"))
     contour = ax.contour(np.arange(mus.size), np.arange(etas.size), data["gamma"][i],
                          levels=[0.97, 0.99, 1.0], colors="k",
                          linestyles=[":", "--", "-"], linewidths=0.9)
@@ -76,9 +90,10 @@ def _rate_map(fig, ax, data, i, *, bar: bool, legend: bool):
     ax.set_title(rf"$n$ = {data['n'][i]}: rate of the seed-mean centre" "\n"
                  r"(lines: theorem's $\gamma$; · = some directions swamped)")
     if bar:
-        fig.colorbar(image, ax=ax, label="measured decay rate per commit")
+        fig.colorbar(image, ax=ax, label=_RATE_LABEL)
     if legend:
         legend_below(ax, ncol=1, gap=0.3)
+    return image
 
 
 def _runs_map(fig, ax, data, i, *, bar: bool, legend: bool):
@@ -94,15 +109,21 @@ def _runs_map(fig, ax, data, i, *, bar: bool, legend: bool):
     for e, m in zip(*np.nonzero((bad > 0) & (bad < 0.5)), strict=True):
         ax.text(m, e, f"{bad[e, m]:.0%}", ha="center", va="center", fontsize=5,
                 color=OKABE_ITO["vermillion"])
+    missed = ~np.isfinite(score[i]) & (bad < 0.5)  # usable, but the median run misses
+    for k, (e, m) in enumerate(zip(*np.nonzero(missed), strict=True)):
+        ax.add_patch(plt.Rectangle((m - 0.5, e - 0.5), 1, 1, fc="0.9", ec="0.5", lw=0.5,
+                                   hatch="..", label=None if k else
+                                   "usable, but the median run misses the target"))
     _overlay(ax, data, i)
     _mark(ax, data, data["best_by_runs"][i], "D", OKABE_ITO["green"], "best single runs")
     _axes(ax, etas, mus)
     ax.set_title(rf"$n$ = {data['n'][i]}: single runs, median commits to target" "\n"
                  r"(hatched: $\geq$ half of the runs unusable)")
     if bar:
-        fig.colorbar(image, ax=ax, label="median commits to target")
+        fig.colorbar(image, ax=ax, label=_RUNS_LABEL)
     if legend:
         legend_below(ax, ncol=1, gap=0.3)
+    return image
 
 
 def _point_panel(ax, data):
@@ -191,20 +212,41 @@ def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
     return finish(fig, path, title)
 
 
+def _every_n(data, path, title, draw_map, label, heading):
+    """One map per n (``draw_map``: :func:`_rate_map` or :func:`_runs_map`), at most
+    ``MAX_COLUMNS`` a row; the cell after the last map holds
+    their shared colour bar and legend (neither is a panel)."""
+    count = len(data["n"])
+    fig, axes = panels(count + 1, width=5.4, height=4.6)
+    *maps, key = axes
+    for i, ax in enumerate(maps):
+        image = draw_map(fig, ax, data, i, bar=False, legend=False)
+    key.axis("off")
+    bar = key.inset_axes([0.08, 0.84, 0.84, 0.07])
+    fig.colorbar(image, cax=bar, orientation="horizontal", label=label)
+    entries = {}  # every map's entries, once each (not every map has every kind)
+    for ax in maps:
+        for handle, name in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(name, handle)
+    key.legend(list(entries.values()), list(entries), loc="upper center",
+               bbox_to_anchor=(0.5, 0.55), borderaxespad=0.0, fontsize=FONT["base"])
+    if title is not None:  # the study's settings (after the title's colon) kept
+        heading = f"{heading}; {title.partition(': ')[2]}"
+    return finish(fig, path, heading)
+
+
 @styled
-def plot_momentum_tuning_detail(data: dict, path=None, *, title: str | None = None):
-    """The two maps of every n: the measured rate of the mean (top) and single runs
-    (bottom)."""
-    columns = len(data["n"])
-    fig, axes = plt.subplots(2, columns, figsize=(4.2 * columns + 1.5, 9.6), squeeze=False)
-    for i in range(columns):
-        _rate_map(fig, axes[0, i], data, i, bar=i == columns - 1, legend=False)
-        _runs_map(fig, axes[1, i], data, i, bar=i == columns - 1, legend=False)
-    # one legend for both rows, under the figure
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    more, names = axes[1, 0].get_legend_handles_labels()
-    keep = [(h, name) for h, name in zip(more, names, strict=True) if name not in labels]
-    fig.legend(handles + [h for h, _ in keep], labels + [name for _, name in keep],
-               loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.0))
-    return finish(fig, path, None if title is None
-                  else "Every $n$: " + title[0].lower() + title[1:], rect=(0, 0.05, 1, 1))
+def plot_momentum_tuning_rates(data: dict, path=None, *, title: str | None = None):
+    """The measured rate of the seed-mean centre under the theorem's γ, one map per n
+    (``momentum_tuning_detail.png``)."""
+    return _every_n(data, path, title, _rate_map, _RATE_LABEL,
+                    r"DOWNPOUR ($\lambda$ = 1), server momentum, every $n$: rate of the "
+                    "seed-mean centre")
+
+
+@styled
+def plot_momentum_tuning_runs(data: dict, path=None, *, title: str | None = None):
+    """Single runs' median commits to target, one map per n
+    (``momentum_tuning_detail_2.png``)."""
+    return _every_n(data, path, title, _runs_map, _RUNS_LABEL,
+                    r"DOWNPOUR ($\lambda$ = 1), server momentum, every $n$: single runs")
