@@ -1061,6 +1061,7 @@ def test_ctrl_c_stops_a_run_with_one_line(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == "asynclab: interrupted"
 
 
+@pytest.mark.slow  # 10 s; Ctrl-C of a simulated run stays in the quick tier
 def test_ctrl_c_stops_free_running_threads(tmp_path):
     started = time.monotonic()
     proc = _interrupt(["run", "--backend", "threads", "--devices", "2", "--simulate-devices",

@@ -19,7 +19,9 @@ import pytest
 from children import example_environment
 
 # module fixtures that run many processes: the whole file on one xdist worker
-pytestmark = pytest.mark.xdist_group("readme")
+# the README examples (every python block, the quadratic command) run in the slow tier:
+# a minute of processes, beside the quick tier's 5-minute budget
+pytestmark = [pytest.mark.xdist_group("readme"), pytest.mark.slow]
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ROOT = README.parent

@@ -10,7 +10,9 @@ import pytest
 from children import run, start
 
 # the module's child process runs once: every test of the file on one xdist worker
-pytestmark = pytest.mark.xdist_group("replay_devices")
+# (30 s of child process: the slow tier; the 2-process device check of
+# tests/test_backend_pmap.py stays in the quick one)
+pytestmark = [pytest.mark.xdist_group("replay_devices"), pytest.mark.slow]
 
 SCRIPTS = Path(__file__).parent / "backend_scripts"
 SCRIPT = SCRIPTS / "replay_devices.py"

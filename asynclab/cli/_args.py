@@ -4,7 +4,6 @@ the library's options."""
 from __future__ import annotations
 
 import argparse
-import math
 
 from .. import _validate
 from .._errors import ConfigError
@@ -99,11 +98,18 @@ def _count(minimum: int):
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, "
                                              f"got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
-        return value
+        return _checked(_validate.count, value, low=minimum)
 
     return parse
+
+
+def _checked(check, value, **bounds):
+    """``check(value, field, **bounds)`` from :mod:`asynclab._validate`, its message as
+    argparse's (which names the flag itself)."""
+    try:
+        return check(value, "value", **bounds)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("value ")) from None
 
 
 def _finite(text: str) -> float:
@@ -112,16 +118,12 @@ def _finite(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
+    return _checked(_validate.number, value)
 
 
 def _positive(text: str) -> float:
-    value = _finite(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
-    return value
+    """An argparse type: a finite number > 0."""
+    return _checked(_validate.number, _finite(text), low=0, low_open=True)
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):

@@ -132,8 +132,9 @@ RECORD_SHARE = 0.25
 
 
 def default_record_every(rule: Rule, problem: Problem, n_events: int, n_workers: int) -> int:
-    """Events between two records when a run does not say: about :data:`RECORDS`
-    records, and fewer where each record is dear next to the run's gradient work.
+    """Events between two records when a run does not say: about the problem's
+    ``defaults["records"]`` (:data:`RECORDS` where it declares none) records, and fewer
+    where each record is dear next to the run's gradient work.
 
     A data problem's record evaluates ``problem.info["record_examples"]`` examples (the
     training-loss subset and the validation set); an event costs about three passes
@@ -141,7 +142,7 @@ def default_record_every(rule: Rule, problem: Problem, n_events: int, n_workers:
     runs. The records then cost at most :data:`RECORD_SHARE` of the gradient work
     (``benchmarks/nets.py`` measures the default against one record at the end).
     """
-    records = RECORDS
+    records = int((problem.defaults or {}).get("records", RECORDS))
     info = problem.info or {}
     if info.get("record_examples") and info.get("batch_size"):
         workers = n_workers if rule.synchronous else rule.group_size

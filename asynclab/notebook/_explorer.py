@@ -24,13 +24,13 @@ import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from .. import _validate
 from .._errors import ConfigError
 from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogeneous
 from ..engine import run
-from ..plot import draw_contours, draw_loss, draw_staleness
+from ..plot import clip_staleness, draw_contours, draw_loss, draw_staleness, draw_timeline
 from ..problems import get_problem
 from ..rules import RULES, inner_optimizers
 
@@ -483,13 +483,13 @@ class Explorer:
         ax.set_title(f"central loss, {result.n_seeds} seed(s)")
         ax = self.axes["timeline"]
         ax.cla()
-        self.artists["timeline"] = _draw_timeline(ax, result)
+        self.artists["timeline"] = draw_timeline(ax, result)
         self.artists["timeline_now"] = ax.axvline(0, color="k", lw=0.8, ls=":")
         ax = self.axes["staleness"]
         ax.cla()
         self.artists["staleness"] = draw_staleness(ax, result)
         ax.set_title("staleness of the commits")
-        self.artists["staleness_outliers"] = _clip_staleness(ax, result)
+        self.artists["staleness_outliers"] = clip_staleness(ax, result)
         config = result.config
         hp = config.get("hyperparameters", {})
         self.figure.suptitle(
@@ -524,48 +524,10 @@ class Explorer:
 PIXEL_RATIO = 2
 
 
-def _draw_timeline(ax, result):
-    """What every worker did when (seed 0's schedule): a mark at each commit, per worker
-    against simulated time, or each synchronous round's end for every worker. Returns the
-    marks (one line artist)."""
-    index = result.trace_index[0]
-    times, who = result.time[index], result.worker[index]
-    keep = result.staleness[index] >= 0  # not the padding of a shorter trace
-    times, who = times[keep], who[keep]
-    workers = int(result.config.get("workers") or (who.max() + 1))
-    if who.size and who.min() < 0:  # synchronous rounds: every worker at each round end
-        times = np.repeat(times, workers)
-        who = np.tile(np.arange(workers), keep.sum())
-    marks = ax.plot(times, who, "|", color="tab:blue", markersize=6, mew=0.8)[0]
-    ax.set_ylim(workers - 0.5, -0.5)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("worker")
-    ax.set_title("commits of each worker (seed 0)")
-    return marks
 
 
-#: The staleness axis ends at this quantile of τ; rarer, larger τ are marked, not drawn.
-STALENESS_QUANTILE = 0.995
 
 
-def _clip_staleness(ax, result):
-    """End the staleness axis at the :data:`STALENESS_QUANTILE` of τ (a straggler's one
-    commit at τ ≈ 100 would otherwise squeeze the histogram into a corner) and say at
-    the right edge how many commits lie beyond it; returns that text artist or None."""
-    hist = result.staleness_histogram()
-    if hist.sum() == 0:
-        return None
-    cumulative = np.cumsum(hist) / hist.sum()
-    edge = int(np.searchsorted(cumulative, STALENESS_QUANTILE)) + 1
-    beyond = int(hist[edge + 1:].sum())
-    if beyond == 0:
-        return None
-    ax.set_xlim(-0.5, edge + 0.5)
-    return ax.annotate(f"{beyond} commit(s) with τ > {edge}\n(largest τ = {hist.size - 1})",
-                       xy=(1, 0.5), xycoords="axes fraction", xytext=(-4, 0),
-                       textcoords="offset points", ha="right", va="center", fontsize=8,
-                       color="tab:red")
 
 
 def _summary(result) -> str:

@@ -1,10 +1,21 @@
 """Matplotlib drawing of results (no simulation here)."""
 
 from ._compare import compare as compare
+from ._panels import clip_staleness as clip_staleness
 from ._panels import draw_loss as draw_loss
 from ._panels import draw_staleness as draw_staleness
+from ._panels import draw_timeline as draw_timeline
 from ._run import plot_run as plot_run
 from ._run import stragglers as stragglers
 from ._surface import draw_contours as draw_contours
 
-__all__ = ["compare", "draw_contours", "draw_loss", "draw_staleness", "plot_run", "stragglers"]
+__all__ = [
+    "clip_staleness",
+    "compare",
+    "draw_contours",
+    "draw_loss",
+    "draw_staleness",
+    "draw_timeline",
+    "plot_run",
+    "stragglers",
+]

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._panels import draw_loss, draw_staleness  # noqa: E402
+from ._panels import clip_staleness, draw_loss, draw_staleness  # noqa: E402
 from ._surface import draw_contours  # noqa: E402
 
 
@@ -62,6 +62,7 @@ def plot_run(result, problem, path=None, *, title: str | None = None):
         ax.set_title("validation accuracy of the centre")
     ax = axes_left.pop(0)
     draw_staleness(ax, result)
+    clip_staleness(ax, result)  # a straggler's rare large τ marked, not drawn
     ax.set_title("staleness")
     if two_d:
         ax = axes_left.pop(0)

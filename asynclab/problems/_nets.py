@@ -150,7 +150,9 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
               "parameters": parameter_count(start),
               # examples one record evaluates: the training-loss subset, the validation set
               "record_examples": int(y_loss.size + y_valid.size)},
-        defaults={"learning_rate": _names.LEARNING_RATES[dataset], "batch_size": batch_size},
+        defaults={"learning_rate": _names.LEARNING_RATES[dataset], "batch_size": batch_size,
+                  # fewer where they would cost more than a quarter of the gradient work
+                  "records": 100},
     )
 
 

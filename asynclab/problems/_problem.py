@@ -53,8 +53,8 @@ class Problem(NamedTuple):
         loss (a net's validation loss and accuracy); None for the surfaces.
       info: free-form facts for reports (data set, model, sharding, batch size).
       defaults: the settings the problem was tuned for (``learning_rate``; a data
-        problem's ``batch_size``), used where a run does not give them; see
-        :attr:`learning_rate`.
+        problem's ``batch_size`` and ``records``, the records a default run aims at),
+        used where a run does not give them; see :attr:`learning_rate`.
     """
 
     name: str
