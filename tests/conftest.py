@@ -6,8 +6,8 @@ several devices.
 
 Two tiers. ``python -m pytest`` runs the quick tier; tests marked ``slow`` (study-sized:
 every figure's quick build, the notebooks, the device executor across every rule, the
-README's examples) run with ``--slow`` too. The browser test skips where Debian's Chromium is missing unless
-``ASYNCLAB_REQUIRE_BROWSER=1``. ``.ci/run`` runs everything:
+README's examples) run with ``--slow`` too. The browser test skips where Debian's
+Chromium is missing unless ``ASYNCLAB_REQUIRE_BROWSER=1``. ``.ci/run`` runs everything:
 ``ASYNCLAB_REQUIRE_BROWSER=1 python -m pytest --slow``.
 
 JAX's persistent compilation cache is on for the session and every child process it

@@ -31,6 +31,7 @@ import importlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import asynclab
 from asynclab import studies
@@ -192,6 +193,7 @@ def test_model_averaging_paths_provenance():
     close(result.final_loss[0], data["final_loss"][i, j, 0])
 
 
+@pytest.mark.slow  # one of the two dearest recomputations (the others run quick)
 def test_model_averaging_mc_provenance():
     # Cell: n = 2, λ = 1000, a heatmap-only λ: the convergence-check replay of its 500 seeds
     # over twice the budget (64 rounds) gives the whole cell (~3.5 s). A bar λ replays
@@ -273,6 +275,7 @@ def test_real_cluster_provenance():
     close(loss, data["loss"][rows, e, s])
 
 
+@pytest.mark.slow  # one of the two dearest recomputations (the others run quick)
 def test_mnist_rules_provenance():
     # Cell: DOWNPOUR, n = 10, λ = 1, seed 0, the first 3 records (180 commits). The cheapest
     # there is: loading MNIST-5k (~2.5 s) and compiling the net's replay dominate.

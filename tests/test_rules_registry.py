@@ -66,7 +66,17 @@ def test_converges_without_noise(name, setting):
     assert result.final_loss[0] < setting["target"], result.final_loss
 
 
-@pytest.mark.parametrize("name", sorted(SUITE))
+#: the rules whose per-rule properties the quick tier checks: a plain asynchronous rule,
+#: one with per-weight state, a synchronous average and an outer optimizer; the slow tier
+#: checks every rule
+QUICK = ("downpour", "adag", "model_averaging", "diloco")
+
+
+def _tiered(names):
+    return [pytest.param(n, marks=() if n in QUICK else pytest.mark.slow) for n in names]
+
+
+@pytest.mark.parametrize("name", _tiered(sorted(SUITE)))
 def test_dtype_kept_deterministic_and_no_retrace_on_new_seeds(name):
     a = _run(name, QUADRATIC, seeds=(3,), commits=50, noise=1.0)
     traced = dict(TRACE_COUNT)
@@ -87,7 +97,9 @@ ONE_WORKER_ASYNC = ["downpour", "dynsgd", "agn", "adag", "staleness_aware", "del
                     "dc_asgd", "gap_aware", "mixed"]
 
 
-@pytest.mark.parametrize("name", ONE_WORKER_ASYNC)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in ("downpour", "adag", "mixed")
+                                               else pytest.mark.slow)
+                                  for n in ONE_WORKER_ASYNC])
 def test_asynchronous_rules_with_one_worker_and_one_step_are_sequential_sgd(name):
     options = {"group_size": 1} if name == "mixed" else {}
     kwargs = dict(workers=1, commits=300, seeds=[0, 1], noise=10.0, learning_rate=2e-3)
@@ -262,7 +274,7 @@ def test_bad_hyperparameter_names_rule_and_parameter(name, params, word):
     assert name in str(error.value)
 
 
-@pytest.mark.parametrize("name", sorted(SUITE))
+@pytest.mark.parametrize("name", _tiered(sorted(SUITE)))
 @pytest.mark.parametrize("dtype", ["bfloat16", pytest.param("float16", marks=pytest.mark.slow)])
 def test_rule_functions_keep_the_parameter_dtype(name, dtype):
     """Local work and the exchange keep low-precision parameters in their dtype."""
