@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from asynclab.cli import main
 
 
@@ -12,6 +14,7 @@ def cli(*args, timeout=240):
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow  # 11 s of child processes; the refusals of --backend pmap stay quick
 def test_pmap_backend_from_the_command_line(tmp_path, capsys):
     common = ["--backend", "pmap", "--devices", "2", "--simulate-devices", "--rule", "dynsgd",
               "--commits", "60", "--noise", "1", "--json"]

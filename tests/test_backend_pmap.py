@@ -129,6 +129,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # two processes of two devices, 9 s
 def test_two_processes_of_two_devices_match_the_replay(tmp_path):
     out = tmp_path / "process.json"
     port = _free_port()

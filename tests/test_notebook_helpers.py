@@ -190,6 +190,7 @@ print("RESULT", len(devices), devices[0].platform, data["max_difference"], data[
 """
 
 
+@pytest.mark.slow  # 8 s; notebook 05 and the executor's own tests cover it
 def test_device_executor_agrees_with_the_replay_on_simulated_devices():
     child = run_child("-c", _DEVICES_SCRIPT, devices=1, timeout=240)
     assert child.returncode == 0, child.stderr[-3000:]
