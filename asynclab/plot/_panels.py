@@ -69,9 +69,10 @@ STALENESS_QUANTILE = 0.995
 
 
 def clip_staleness(ax, result, quantile: float | None = None):
-    """End the staleness axis at the :data:`STALENESS_QUANTILE` of τ (a straggler's one
-    commit at τ ≈ 100 would otherwise squeeze the histogram into a corner) and say at
-    the right edge how many commits lie beyond it; returns that text artist or None."""
+    """End the staleness axis at the ``quantile`` of τ (default ``STALENESS_QUANTILE``,
+    0.995: a straggler's one commit at τ ≈ 100 would otherwise squeeze the histogram into
+    a corner) and say at the right edge how many commits lie beyond it; returns that text
+    artist or None."""
     quantile = STALENESS_QUANTILE if quantile is None else quantile
     hist = result.staleness_histogram()
     if hist.sum() == 0:
