@@ -42,9 +42,6 @@ class Programs:
         with self._lock:
             self._entries.clear()
 
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._entries
-
     def __iter__(self) -> Iterator[Hashable]:
         with self._lock:
             return iter(list(self._entries))

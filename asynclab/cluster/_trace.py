@@ -64,3 +64,16 @@ class RoundTrace(NamedTuple):
     @property
     def n_events(self) -> int:
         return int(self.time.shape[0])
+
+
+def slow_workers(worker, n_workers: int, share: float = 0.5) -> list[int]:
+    """The workers of an asynchronous trace whose commits number less than ``share`` of
+    the median worker's: its stragglers, as the schedule shows them. ``worker`` is the
+    trace's committing worker per event (entries < 0, synchronous rounds or padding, are
+    not commits of one worker)."""
+    worker = np.asarray(worker)
+    worker = worker[worker >= 0]
+    if worker.size == 0:
+        return []
+    counts = np.bincount(worker, minlength=int(n_workers))
+    return [int(k) for k in np.flatnonzero(counts < share * float(np.median(counts)))]

@@ -91,9 +91,11 @@ def compare(results: Sequence, labels: Sequence[str] | None = None, *,
 
     import matplotlib.pyplot as plt
 
+    from ._style import CYCLE
+
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
-    colors = _colors(len(results))
+    colors = [CYCLE[i % len(CYCLE)] for i in range(len(results))]
     for (x, values), label, result, color in zip(drawn, labels, results, colors, strict=True):
         median = _quantiles(values, 0.5)
         diverged = int(np.sum(result.diverged))
@@ -126,14 +128,6 @@ def _quantiles(values, q):
     huge = np.finfo(np.float64).max / 4
     quantiles = np.quantile(np.where(np.isinf(values), huge, values), q, axis=0)
     return np.where(quantiles >= huge / 2, np.inf, quantiles)
-
-
-def _colors(count: int) -> list:
-    """``count`` colours from a palette safe for colour-blind readers (repeating)."""
-    import matplotlib.pyplot as plt
-
-    cycle = plt.style.library["tableau-colorblind10"]["axes.prop_cycle"].by_key()["color"]
-    return [cycle[i % len(cycle)] for i in range(count)]
 
 
 def _label(result) -> str:

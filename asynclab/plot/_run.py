@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from ..cluster import slow_workers  # noqa: E402
 from ._panels import clip_staleness, draw_loss, draw_staleness  # noqa: E402
 from ._surface import draw_contours  # noqa: E402
 
@@ -19,9 +20,7 @@ def stragglers(result, share: float = 0.5) -> list[int]:
     worker = np.asarray(result.worker[0])
     if result.config.get("synchronous") or worker.size == 0 or worker.min() < 0:
         return []
-    counts = np.bincount(worker[worker >= 0], minlength=int(result.config.get("workers") or 0))
-    median = float(np.median(counts))
-    return [int(k) for k in np.flatnonzero(counts < share * median)]
+    return slow_workers(worker, int(result.config.get("workers") or 0), share)
 
 
 def plot_run(result, problem, path=None, *, title: str | None = None):

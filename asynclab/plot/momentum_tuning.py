@@ -83,14 +83,24 @@ def _rate_map(fig, ax, data, i, *, bar: bool, legend: bool):
                          levels=[0.97, 0.99, 1.0], colors="k",
                          linestyles=[":", "--", "-"], linewidths=0.9)
     ax.clabel(contour, fmt=r"$\gamma$=%g", fontsize=6)
+    return _finish_map(fig, ax, data, i, image, best=(
+        data["best_by_rate"][i], "o", OKABE_ITO["orange"], "best measured rate (usable points)"),
+        title=r"rate of the seed-mean centre" "\n"
+              r"(lines: theorem's $\gamma$; · = some directions swamped)",
+        bar=_RATE_LABEL if bar else None, legend=legend)
+
+
+def _finish_map(fig, ax, data, i, image, *, best, title: str, bar: str | None,
+                legend: bool):
+    """What both maps of column ``i`` end with: the theorem's overlay, the best point
+    ``best = (indices, marker, colour, label)``, the axes, the title after ``n = ...``,
+    a colour bar labelled ``bar`` (None: none) and the legend below."""
     _overlay(ax, data, i)
-    _mark(ax, data, data["best_by_rate"][i], "o", OKABE_ITO["orange"],
-          "best measured rate (usable points)")
-    _axes(ax, etas, mus)
-    ax.set_title(rf"$n$ = {data['n'][i]}: rate of the seed-mean centre" "\n"
-                 r"(lines: theorem's $\gamma$; · = some directions swamped)")
-    if bar:
-        fig.colorbar(image, ax=ax, label=_RATE_LABEL)
+    _mark(ax, data, *best)
+    _axes(ax, data["learning_rates"], data["momenta"])
+    ax.set_title(rf"$n$ = {data['n'][i]}: " + title)
+    if bar is not None:
+        fig.colorbar(image, ax=ax, label=bar)
     if legend:
         legend_below(ax, ncol=1, gap=0.3)
     return image
@@ -98,7 +108,6 @@ def _rate_map(fig, ax, data, i, *, bar: bool, legend: bool):
 
 def _runs_map(fig, ax, data, i, *, bar: bool, legend: bool):
     """Column ``i``'s single runs: median commits to target, unusable cells hatched."""
-    etas, mus = data["learning_rates"], data["momenta"]
     score = data["commits_to_target"]
     image = ax.imshow(np.where(np.isfinite(score[i]), score[i], np.nan), origin="lower",
                       cmap="viridis", norm=_score_norm(data), aspect="auto")
@@ -114,16 +123,11 @@ def _runs_map(fig, ax, data, i, *, bar: bool, legend: bool):
         ax.add_patch(plt.Rectangle((m - 0.5, e - 0.5), 1, 1, fc="0.9", ec="0.5", lw=0.5,
                                    hatch="..", label=None if k else
                                    "usable, but the median run misses the target"))
-    _overlay(ax, data, i)
-    _mark(ax, data, data["best_by_runs"][i], "D", OKABE_ITO["green"], "best single runs")
-    _axes(ax, etas, mus)
-    ax.set_title(rf"$n$ = {data['n'][i]}: single runs, median commits to target" "\n"
-                 r"(hatched: $\geq$ half of the runs unusable)")
-    if bar:
-        fig.colorbar(image, ax=ax, label=_RUNS_LABEL)
-    if legend:
-        legend_below(ax, ncol=1, gap=0.3)
-    return image
+    return _finish_map(fig, ax, data, i, image, best=(
+        data["best_by_runs"][i], "D", OKABE_ITO["green"], "best single runs"),
+        title=r"single runs, median commits to target" "\n"
+              r"(hatched: $\geq$ half of the runs unusable)",
+        bar=_RUNS_LABEL if bar else None, legend=legend)
 
 
 def _point_panel(ax, data):
