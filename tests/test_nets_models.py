@@ -194,3 +194,75 @@ def test_parse_model():
                                ("cnn:8-16-32-64", (8, 8, 1), "fewer channels")]:
         with pytest.raises(ConfigError, match=field):
             parse_model(spec, shape, 10)
+
+
+def _numpy_cnn(params, x, kernel, padding, pool, hidden):
+    """The forward pass in plain numpy loops over kernel offsets: an oracle for
+    cnn(kernel=, padding=, pool=, hidden=)."""
+    z = np.asarray(x, np.float64)
+    for i in range(len([k for k in params if k.startswith("conv")])):
+        w = np.asarray(params[f"conv{i}"]["w"], np.float64)
+        b = np.asarray(params[f"conv{i}"]["b"], np.float64)
+        if padding == "same":
+            lo = (kernel - 1) // 2
+            z = np.pad(z, ((0, 0), (lo, kernel - 1 - lo), (lo, kernel - 1 - lo), (0, 0)))
+        n, h, wd, _ = z.shape
+        oh, ow = h - kernel + 1, wd - kernel + 1
+        out = np.zeros((n, oh, ow, w.shape[3]))
+        for a in range(kernel):
+            for c in range(kernel):
+                out += np.einsum("nhwi,io->nhwo", z[:, a:a + oh, c:c + ow, :], w[a, c])
+        z = np.maximum(out + b, 0)
+        n, h, wd, ch = z.shape
+        blocks = z[:, :h // 2 * 2, :wd // 2 * 2].reshape(n, h // 2, 2, wd // 2, 2, ch)
+        z = blocks.max(axis=(2, 4)) if pool == "max" else blocks.mean(axis=(2, 4))
+    z = z.reshape(z.shape[0], -1)
+    for i in range(hidden):
+        layer = params[f"hidden{i}"]
+        z = np.maximum(z @ np.asarray(layer["w"], np.float64) + np.asarray(layer["b"]), 0)
+    return z @ np.asarray(params["dense"]["w"], np.float64) + np.asarray(params["dense"]["b"])
+
+
+@pytest.mark.parametrize("kernel,padding,pool,shape", [
+    (5, "valid", "max", (16, 16, 1)),
+    (5, "same", "avg", (9, 11, 2)),
+    (2, "same", "max", (8, 8, 1)),
+    (1, "valid", "avg", (6, 6, 3)),
+])
+def test_cnn_options_forward_matches_numpy(kernel, padding, pool, shape):
+    model = cnn(shape, (4, 6), 10, kernel=kernel, padding=padding, pool=pool, hidden=(12,))
+    params = jax.jit(model.init)(jax.random.key(3))
+    assert params["conv0"]["w"].shape == (kernel, kernel, shape[2], 4)
+    assert params["hidden0"]["w"].shape[1] == 12
+    x, _ = _data(3, shape)
+    expected = _numpy_cnn(params, x, kernel, padding, pool, hidden=1)
+    np.testing.assert_allclose(jax.jit(model.apply)(params, jnp.asarray(x)), expected,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_the_classic_federated_mnist_cnn_from_a_spec():
+    # 5x5 valid convolutions with 32 and 64 channels, 2x2 max pools, dense 512, 10 logits:
+    # 28 -> 24 -> 12 -> 8 -> 4, so 4*4*64 = 1024 features; counted by hand:
+    # (25*1+1)*32 + (25*32+1)*64 + (1024+1)*512 + (512+1)*10 = 582,026
+    model = parse_model("cnn:5x5-32-64:512:maxpool:valid", (28, 28), 10)
+    assert model.name == "cnn:28x28x1-5x5-32-64:512:maxpool:valid"
+    params = model.init(jax.random.key(0))
+    assert parameter_count(params) == (26 * 32 + 801 * 64 + 1025 * 512 + 513 * 10) == 582_026
+    assert parse_model(model.name.replace("28x28x1-", ""), (28, 28), 10).name == model.name
+    # the defaults keep the name (and the numbers) of the 3x3 same-padded, average-pooled net
+    assert parse_model("cnn:3x3-8-16:avgpool:same", (28, 28, 1), 10).name == "cnn:28x28x1-8-16"
+
+
+def test_cnn_spec_and_option_refusals():
+    for spec, shape, field in [("cnn:5x3-8", (28, 28), "square"),
+                               ("cnn:8:big", (28, 28), "unknown field"),
+                               ("cnn:7x7-8-16-32:valid", (28, 28), "shrink"),
+                               ("cnn:8:12:13", (28, 28), "unknown field"),
+                               ("cnn:0x0-8", (28, 28), "kernel"),
+                               ("cnn:8:a-b", (28, 28), "unknown field")]:
+        with pytest.raises(ConfigError, match=field):
+            parse_model(spec, shape, 10)
+    with pytest.raises(ConfigError, match="padding"):
+        cnn((8, 8, 1), (4,), padding="full")
+    with pytest.raises(ConfigError, match="pool"):
+        cnn((8, 8, 1), (4,), pool="min")

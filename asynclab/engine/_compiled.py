@@ -60,7 +60,10 @@ def _initial_carry_batch(rule, problem, n_workers, init, devices):
             TRACE_COUNT["initial"] += 1
             k, worker_keys = seed_keys(seed, n_workers)
             carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init)
-            center = carry.center
+            # a barrier: with a fixed start the centre is a constant, and XLA would
+            # otherwise evaluate the whole initial record (a net on its evaluation
+            # examples) while compiling, by constant folding, which takes minutes
+            center = jax.lax.optimization_barrier(carry.center)
             metrics = None if problem.evaluate is None else problem.evaluate(center)
             return carry, worker_keys, (problem.loss(center), metrics)
 

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -119,45 +120,73 @@ def mlp(input_size: int, hidden: Sequence[int] = (256,), classes: int = 10) -> M
     return Model("mlp:" + "-".join(map(str, sizes)), init, apply, (input_size,), classes)
 
 
-def _conv3x3(z, w):
-    """A 3×3 "same" convolution (NHWC input, HWIO kernel) as one matrix product.
+def _conv(z, w, padding: str = "same"):
+    """A k×k convolution (NHWC input, HWIO kernel, stride 1) as one matrix product.
 
-    The nine shifted copies of the zero-padded input are stacked along the channel axis
-    (im2col) and multiplied by the kernel reshaped to ``(9·C_in, C_out)``. This equals
-    ``lax.conv_general_dilated(..., "SAME")`` and, unlike it, stays a plain batched matrix
-    product when the rules ``vmap`` it over workers with their own kernels (XLA's CPU
-    backend turns that into a slow grouped convolution; see benchmarks/nets_models.py).
+    The k² shifted copies of the input (zero-padded for ``"same"``) are stacked along
+    the channel axis (im2col) and multiplied by the kernel reshaped to ``(k²·C_in,
+    C_out)``. This equals ``lax.conv_general_dilated(..., padding)`` and, unlike it,
+    stays a plain batched matrix product when the rules ``vmap`` it over workers and
+    seeds with their own kernels: XLA's CPU backend turns that into a grouped
+    convolution 10–30× slower (``benchmarks/convolutions.py`` measures the
+    formulations for each kernel size; this one was the fastest for 3×3 and 5×5).
+    For an even k, ``"same"`` pads one more row and column after than before (as XLA).
     """
+    k = w.shape[0]
     _, height, width, depth = z.shape
-    padded = jnp.pad(z, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    if padding == "same":
+        before = (k - 1) // 2
+        z = jnp.pad(z, ((0, 0), (before, k - 1 - before), (before, k - 1 - before), (0, 0)))
+    else:
+        height, width = height - k + 1, width - k + 1
     patches = jnp.concatenate(
-        [padded[:, i:i + height, j:j + width, :] for i in range(3) for j in range(3)], axis=-1)
-    return jnp.matmul(patches, w.reshape(9 * depth, -1), precision=PRECISION)
+        [z[:, i:i + height, j:j + width, :] for i in range(k) for j in range(k)], axis=-1)
+    return jnp.matmul(patches, w.reshape(k * k * depth, -1), precision=PRECISION)
 
 
-def _pool(z):
-    """2×2 average pooling with stride 2 (an odd last row/column is dropped)."""
+def _pool(z, kind: str = "avg"):
+    """2×2 pooling with stride 2, average or max (an odd last row/column is dropped).
+
+    The max's gradient is shared equally among tied maxima (JAX's rule for a maximum);
+    libraries that route it to the first maximum agree wherever the four values differ.
+    """
     n, height, width, depth = z.shape
     z = z[:, :height // 2 * 2, :width // 2 * 2, :]
-    return z.reshape(n, height // 2, 2, width // 2, 2, depth).mean(axis=(2, 4))
+    blocks = z.reshape(n, height // 2, 2, width // 2, 2, depth)
+    return blocks.max(axis=(2, 4)) if kind == "max" else blocks.mean(axis=(2, 4))
+
+
+#: the options of :func:`cnn`
+PADDINGS = ("same", "valid")
+POOLS = ("avg", "max")
 
 
 def cnn(image_shape: Sequence[int] = (28, 28, 1), channels: Sequence[int] = (8, 16),
-        classes: int = 10) -> Model:
-    """A small convolutional net: [3×3 convolution, ReLU, 2×2 average pool] per channel
-    count, then one dense layer to the logits.
+        classes: int = 10, *, kernel: int = 3, padding: str = "same", pool: str = "avg",
+        hidden: Sequence[int] = ()) -> Model:
+    """A convolutional net: [k×k convolution, ReLU, 2×2 pool] per channel count, then
+    dense layers with ReLU (``hidden``) and a dense layer to the logits.
 
     For 8×8 digits with ``channels=(8, 16)`` the feature map goes 8×8 → 4×4 → 2×2
-    (64 features, 1.9 k parameters); for 28×28 MNIST 28 → 14 → 7 (784 features).
+    (64 features, 1.9 k parameters); for 28×28 MNIST 28 → 14 → 7 (784 features). With
+    ``kernel=5, padding="valid", pool="max", channels=(32, 64), hidden=(512,)`` a 28×28
+    image goes 28 → 24 → 12 → 8 → 4 (1,024 features, 582,026 parameters): the classic
+    MNIST CNN of federated-learning benchmarks.
 
     Args:
       image_shape: ``(height, width, channels)`` of one example (an example given flat
         is reshaped to it).
       channels: output channels of each convolution block.
       classes: the number of outputs.
+      kernel: the convolutions' size k (k×k), an integer >= 1.
+      padding: ``"same"`` (zero padding, the map keeps its size) or ``"valid"`` (no
+        padding, the map shrinks by k − 1).
+      pool: ``"avg"`` or ``"max"`` 2×2 pooling after each convolution.
+      hidden: widths of dense ReLU layers between the last pool and the logits.
 
     Returns:
-      A :class:`Model` whose params are ``{"conv0": {"w", "b"}, ..., "dense": {"w", "b"}}``.
+      A :class:`Model` whose params are ``{"conv0": {"w", "b"}, ..., "hidden0": {"w",
+      "b"}, ..., "dense": {"w", "b"}}``.
     """
     image_shape = _positive_ints("cnn", "image_shape", image_shape)
     if len(image_shape) != 3:
@@ -165,21 +194,36 @@ def cnn(image_shape: Sequence[int] = (28, 28, 1), channels: Sequence[int] = (8, 
                           f"{image_shape!r}")
     channels = _positive_ints("cnn", "channels", channels)
     (classes,) = _positive_ints("cnn", "classes", (classes,))
+    (kernel,) = _positive_ints("cnn", "kernel", (kernel,))
+    hidden = _positive_ints("cnn", "hidden", hidden) if len(tuple(hidden)) else ()
+    if padding not in PADDINGS:
+        raise ConfigError(f"cnn: padding must be one of {', '.join(PADDINGS)}, got "
+                          f"{padding!r}")
+    if pool not in POOLS:
+        raise ConfigError(f"cnn: pool must be one of {', '.join(POOLS)}, got {pool!r}")
     height, width, depth = image_shape
     for _ in channels:
+        if padding == "valid":
+            height, width = height - kernel + 1, width - kernel + 1
         height, width = height // 2, width // 2
     if height < 1 or width < 1:
-        raise ConfigError(f"cnn: {len(channels)} pooling blocks shrink an image of shape "
-                          f"{image_shape} to nothing; use fewer channels entries")
+        raise ConfigError(f"cnn: {len(channels)} blocks of {kernel}x{kernel} {padding} "
+                          f"convolution and pooling shrink an image of shape "
+                          f"{image_shape} to nothing; use fewer channels entries or a "
+                          "smaller kernel")
     features = height * width * channels[-1]
     ins = (depth, *channels[:-1])
+    dense = list(zip((features, *hidden), (*hidden, classes), strict=True))
 
     def init(key):
-        shapes = [(3, 3, c_in, c_out) for c_in, c_out in zip(ins, channels, strict=True)]
-        weights = _he_normal(key, [*shapes, (features, classes)],
-                             [9 * c_in for c_in in ins] + [features])
+        shapes = [(kernel, kernel, c_in, c_out) for c_in, c_out in zip(ins, channels,
+                                                                         strict=True)]
+        weights = _he_normal(key, [*shapes, *dense],
+                             [kernel * kernel * c_in for c_in in ins] + [a for a, _ in dense])
         params = {f"conv{i}": {"w": w, "b": jnp.zeros((w.shape[3],), jnp.float32)}
-                  for i, w in enumerate(weights[:-1])}
+                  for i, w in enumerate(weights[:len(channels)])}
+        for i, w in enumerate(weights[len(channels):-1]):
+            params[f"hidden{i}"] = {"w": w, "b": jnp.zeros((w.shape[1],), jnp.float32)}
         params["dense"] = {"w": weights[-1], "b": jnp.zeros((classes,), jnp.float32)}
         return params
 
@@ -187,10 +231,21 @@ def cnn(image_shape: Sequence[int] = (28, 28, 1), channels: Sequence[int] = (8, 
         z = x.reshape(x.shape[0], *image_shape)
         for i in range(len(channels)):
             layer = params[f"conv{i}"]
-            z = _pool(jax.nn.relu(_conv3x3(z, layer["w"]) + layer["b"][None, None, None, :]))
-        return _dense(params["dense"], z.reshape(z.shape[0], -1))
+            z = _conv(z, layer["w"], padding) + layer["b"][None, None, None, :]
+            z = _pool(jax.nn.relu(z), pool)
+        z = z.reshape(z.shape[0], -1)
+        for i in range(len(hidden)):
+            z = jax.nn.relu(_dense(params[f"hidden{i}"], z))
+        return _dense(params["dense"], z)
 
-    name = "cnn:" + "x".join(map(str, image_shape)) + "-" + "-".join(map(str, channels))
+    name = "cnn:" + "x".join(map(str, image_shape)) + "-"
+    if kernel != 3:
+        name += f"{kernel}x{kernel}-"
+    name += "-".join(map(str, channels))
+    if hidden:
+        name += ":" + "-".join(map(str, hidden))
+    name += "".join(f":{v}" for v, default in ((f"{pool}pool", "avgpool"),
+                                              (padding, "same")) if v != default)
     return Model(name, init, apply, image_shape, classes)
 
 
@@ -222,28 +277,67 @@ def parameter_count(params: Params) -> int:
     return sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(params))
 
 
-def parse_model(spec: str, input_shape: Sequence[int], classes: int) -> Model:
-    """A model from a short spec: ``mlp``, ``mlp:256``, ``mlp:256-128``, ``cnn``, ``cnn:8-16``.
+def _cnn_options(spec: str, fields: list[str]) -> dict:
+    """:func:`cnn`'s keyword arguments from the fields of a ``cnn:...`` spec."""
+    options: dict = {}
+    for i, field in enumerate(fields):
+        parts = field.split("-")
+        if i == 0:
+            size = re.fullmatch(r"(\d+)x(\d+)", parts[0])
+            if size:
+                if size[1] != size[2]:
+                    raise ConfigError(f"model {spec!r}: kernels are square, got {parts[0]}")
+                options["kernel"] = int(size[1])
+                parts = parts[1:]
+            if parts:
+                options["channels"] = _spec_ints(spec, parts)
+        elif field in ("maxpool", "avgpool"):
+            options["pool"] = field[:3]
+        elif field in PADDINGS:
+            options["padding"] = field
+        elif "hidden" not in options and field[:1].isdigit():
+            options["hidden"] = _spec_ints(spec, parts)
+        else:
+            raise ConfigError(f"model {spec!r}: unknown field {field!r}; a cnn spec is "
+                              "cnn[:KxK-CHANNELS][:HIDDEN][:maxpool|avgpool][:same|valid], "
+                              "e.g. cnn:5x5-32-64:512:maxpool:valid")
+    return options
 
-    ``mlp`` alone has one hidden layer of 256 units, ``cnn`` alone channels (8, 16).
-    Images (``input_shape`` of rank 2 or 3) suit both; tabular data only the MLP.
+
+def _spec_ints(spec: str, parts: list[str]) -> tuple[int, ...]:
+    try:
+        return tuple(int(s) for s in parts)
+    except ValueError:
+        raise ConfigError(f"model {spec!r}: sizes must be integers joined by '-', "
+                          f"e.g. mlp:256-128") from None
+
+
+def parse_model(spec: str, input_shape: Sequence[int], classes: int) -> Model:
+    """A model from a short spec: ``mlp``, ``mlp:256``, ``mlp:256-128``, ``cnn``,
+    ``cnn:8-16``, ``cnn:5x5-32-64:512:maxpool:valid``.
+
+    ``mlp`` alone has one hidden layer of 256 units. A cnn spec is
+    ``cnn[:KxK-CHANNELS][:HIDDEN][:maxpool|avgpool][:same|valid]``: the kernel (default
+    3x3), the channels of the convolution blocks (default 8-16), the widths of dense
+    ReLU layers before the logits (default none), the pooling (default avgpool) and the
+    padding (default same); see :func:`cnn`. Images (``input_shape`` of rank 2 or 3)
+    suit both; tabular data only the MLP.
     """
     input_shape = tuple(int(s) for s in input_shape)
     kind, sep, sizes = str(spec).partition(":")
     if sep and not sizes:
         raise ConfigError(f"model {spec!r}: give sizes after ':' (e.g. {kind}:64) or drop "
                           "the ':'")
-    try:
-        numbers = tuple(int(s) for s in sizes.split("-")) if sizes else None
-    except ValueError:
-        raise ConfigError(f"model {spec!r}: sizes must be integers joined by '-', "
-                          f"e.g. mlp:256-128") from None
     if kind == "mlp":
+        numbers = _spec_ints(spec, sizes.split("-")) if sizes else None
         return mlp(math.prod(input_shape), (256,) if numbers is None else numbers, classes)
     if kind == "cnn":
         if len(input_shape) not in (2, 3):
             raise ConfigError(f"model {spec!r}: a cnn needs images, the data have examples "
                               f"of shape {input_shape}")
         image = input_shape if len(input_shape) == 3 else (*input_shape, 1)
-        return cnn(image, (8, 16) if numbers is None else numbers, classes)
-    raise ConfigError(f"unknown model {spec!r}; available: mlp[:sizes], cnn[:channels]")
+        options = _cnn_options(spec, sizes.split(":") if sizes else [])
+        channels = options.pop("channels", (8, 16))
+        return cnn(image, channels, classes, **options)
+    raise ConfigError(f"unknown model {spec!r}; available: mlp[:sizes], "
+                      "cnn[:KxK-channels][:hidden][:maxpool][:valid]")
