@@ -67,7 +67,8 @@ def describe(trace) -> dict:
 def trace_records(trace) -> list[dict]:
     """The trace as records, one JSON object each (the lines of ``--format jsonl``).
 
-    First ``{"type": "trace", ...}`` (:func:`describe`); then, when the trace holds its
+    First ``{"type": "trace", ...}`` (schedule, workers, λ, group size, events, duration,
+    whether it holds activity, the kinds, the slow workers); then, when the trace holds its
     :class:`~asynclab.cluster.Activity`, one ``{"type": "interval", "worker", "kind",
     "start", "end", "straggler_delay"}`` per interval (seconds; by worker, then start);
     then one ``{"type": "commit", "commit", "time", "worker", "pulled_clock",
@@ -106,7 +107,7 @@ def trace_events(trace) -> dict:
     delay falls in it, the delay in ``args``). Every commit is an instant event on its
     worker's thread with the commit's index, pulled clock and staleness in ``args``;
     every synchronous round's aggregate one on the server's thread. ``otherData`` holds
-    :func:`describe`.
+    what :func:`trace_records`' first record says of the trace.
     """
     trace = _check_trace(trace)
     info = describe(trace)

@@ -202,7 +202,7 @@ class Explorer:
     ``artists`` the plotted lines (``"center"``, ``"workers"``, ``"loss_time"``,
     ``"timeline"``: each worker's commits against time, coloured by staleness, over its
     computing / communicating / waiting intervals) and ``"staleness"`` bars; ``trace``
-    the first seed's schedule with its activity (:func:`explorer_schedule`);
+    the first seed's schedule with its activity (``explorer_schedule``);
     ``message`` shows a summary or the reason a combination cannot run (the
     :class:`asynclab.ConfigError` text);
     ``timings`` the seconds the last update spent replaying and drawing.
