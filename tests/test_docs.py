@@ -44,7 +44,8 @@ SHELLS = ("bash", "console", "sh")
 # pages whose blocks together take more than ~20 s on the 2-core machine: the slow tier
 SLOW = {
     "nets.md": "the mnist command line (95 s) and three digits runs (22 s), measured here",
-    "logs.md": "a log fitted, inspected and replayed from the command line (9 s)",
+    "logs.md": "a log fitted, inspected and replayed from the command line (9 s), and "
+               "timelines drawn and exported (about 15 s more)",
 }
 
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)

@@ -220,18 +220,26 @@ def test_time_slider_cuts_the_paths(explorer):
 
 
 def test_timeline_marks_every_commit_of_every_worker(explorer):
-    # asynchronous: one mark per commit, at its time, on its worker's row
+    # asynchronous: one mark per commit, at its time, on its worker's row, coloured by its
+    # staleness, over the intervals of the same schedule simulated with its activity
     result = explorer.result
-    marks = explorer.artists["timeline"].get_xydata()
-    np.testing.assert_array_equal(marks[:, 0], result.time[0])
-    np.testing.assert_array_equal(marks[:, 1], result.worker[0])
+    marks = explorer.artists["timeline"]
+    np.testing.assert_array_equal(marks.get_offsets()[:, 0], result.time[0])
+    np.testing.assert_array_equal(marks.get_offsets()[:, 1], result.worker[0])
+    np.testing.assert_array_equal(marks.get_array(), result.staleness[0])
+    np.testing.assert_array_equal(explorer.trace.time, result.time[0])
+    activity = explorer.trace.activity
+    assert activity.seconds().sum() == pytest.approx(result.time[0][-1] * 4)
+    kinds = {c.get_label() for c in explorer.axes["timeline"].collections}
+    assert "compute" in kinds
     # synchronous: every worker at the end of each round
     explorer.controls["rule"].value = "model_averaging"
     result = explorer.result
-    marks = explorer.artists["timeline"].get_xydata()
+    marks = explorer.artists["timeline"].get_offsets()
     assert marks.shape == (4 * result.n_events, 2)
     np.testing.assert_array_equal(np.unique(marks[:, 1]), np.arange(4))
     np.testing.assert_array_equal(np.unique(marks[:, 0]), np.unique(result.time[0]))
+    np.testing.assert_array_equal(explorer.trace.time, result.time[0])
 
 
 def test_the_picture_is_rendered_at_twice_its_shown_size(explorer):

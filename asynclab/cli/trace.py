@@ -1,5 +1,6 @@
 """Step-time logs of real clusters: ``asynclab trace inspect`` and the ``--trace-log`` /
-``--fit-log`` clusters of ``asynclab run``."""
+``--fit-log`` clusters of ``asynclab run``; timelines of simulated runs: ``asynclab trace
+show`` (a picture) and ``asynclab trace export`` (Perfetto trace JSON, JSON lines)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def _log_cluster(args, workers: int | None = None):
 
 
 def _add_trace_parser(sub) -> None:
-    p = sub.add_parser("trace", help="step-time logs of real clusters")
+    p = sub.add_parser("trace", help="step-time logs of real clusters; timelines of "
+                       "simulated runs (show, export)")
     commands = p.add_subparsers(dest="trace_command", required=True)
     q = commands.add_parser("inspect", help="summarise a step-time log: workers, tails, "
                             "fitted model, straggler episodes, staleness")
@@ -70,6 +72,7 @@ def _add_trace_parser(sub) -> None:
                    help="commits simulated for the predicted staleness (default 20000)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.set_defaults(func=_trace_inspect)
+    _add_timeline_parsers(commands)
 
 
 def _seconds(x: float) -> str:
@@ -122,3 +125,175 @@ def _trace_inspect(args) -> int:
             print(f"  {name:<12} mean τ {e['mean']:.4g} over {e['commits']} commits, "
                   f"TV {e['total_variation']:.3g}, Wasserstein {e['wasserstein']:.3g}")
     return 0
+
+
+# ----------------------------------------------------------------- timelines
+
+
+def _straggler(text: str):
+    """``--straggler WORKER:AT:DELAY``: worker index, from when (s), extra seconds."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        worker, at, delay = int(parts[0]), float(parts[1]), float(parts[2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"takes WORKER:AT:DELAY (e.g. 2:10:30: worker 2's first local step from 10 s "
+            f"on takes 30 s longer), got {text!r}") from None
+    return worker, at, delay
+
+
+def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
+    """The simulated cluster of ``trace show`` / ``trace export``."""
+    from .._names import DISTRIBUTIONS
+    from ._args import _count, _finite, _positive
+
+    q.add_argument("--rule", default="downpour",
+                   help="update rule whose schedule is simulated: asynchronous commits or "
+                   "synchronous rounds, its λ and groups (see `asynclab rules`)")
+    q.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="a rule hyperparameter that shapes the schedule, e.g. --param "
+                   "group_size=2 for mixed (repeatable)")
+    q.add_argument("--workers", type=_count(1), default=None,
+                   help="number of workers n (default: 4; a --trace-log's own)")
+    q.add_argument("--local-steps", type=_count(1), default=None,
+                   help="λ, local steps per exchange (default: the rule's)")
+    q.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
+                   help=f"compute time per local step: {', '.join(DISTRIBUTIONS)} "
+                   "(default: exponential)")
+    q.add_argument("--compute-mean", type=_positive, default=None,
+                   help="mean seconds per local step (default: 1.0)")
+    q.add_argument("--compute-shape", type=_positive, default=None,
+                   help="lognormal σ or gamma shape k (default: 1.0)")
+    q.add_argument("--transfer-time", type=_finite, default=0.0, metavar="SECONDS",
+                   help="seconds every message spends on the link (commit up, reply down)")
+    q.add_argument("--server-time", type=_finite, default=0.0, metavar="SECONDS",
+                   help="seconds the parameter server serves one exchange (FIFO queue)")
+    q.add_argument("--straggler", action="append", type=_straggler, default=None,
+                   metavar="WORKER:AT:DELAY",
+                   help="the first local step worker WORKER starts at or after AT seconds "
+                   "takes DELAY seconds longer (repeatable)")
+    budget = q.add_mutually_exclusive_group()
+    budget.add_argument("--commits", type=_count(1), default=None,
+                        help="budget in commits, rounds for synchronous rules (default: 40)")
+    budget.add_argument("--horizon", type=_positive, default=None,
+                        help="budget in simulated seconds")
+    q.add_argument("--seed", type=int, default=0,
+                   help="the cluster's seed, an integer in [0, 2**32)")
+    _add_log_arguments(q)
+    q.add_argument("--overwrite", action="store_true",
+                   help="replace the output file if it exists (only a file of the kind this "
+                   "command writes)")
+
+
+def _timeline_trace(args):
+    """The trace, with its activity, of the cluster and rule the flags describe."""
+    import dataclasses
+
+    from .. import _validate
+    from ..cluster import Cluster, Link, Straggler
+    from ..engine import schedule
+    from ..engine._run import _rule_from, rule_group_size
+    from ._args import _compute
+
+    params = _params(args.param)
+    seed = _validate.seed(args.seed, "--seed")
+    for flag, value in (("--transfer-time", args.transfer_time),
+                        ("--server-time", args.server_time)):
+        if value < 0:
+            raise ConfigError(f"{flag} must be >= 0 seconds, got {value:g}")
+    if args.compute_shape is not None and (args.compute or "exponential") not in (
+            "lognormal", "gamma"):
+        raise ConfigError(f"--compute-shape applies to --compute lognormal or gamma, not "
+                          f"{args.compute or 'exponential'}")
+    stragglers = tuple(Straggler(worker=w, delay=d, at_time=at)
+                       for w, at, d in args.straggler or ())
+    extra = dict(network=Link(latency=args.transfer_time), server_time=args.server_time,
+                 stragglers=stragglers)
+    cluster = _log_cluster(args)
+    if cluster is not None:
+        given = [f for f, v in (("--compute", args.compute), ("--compute-mean",
+                 args.compute_mean), ("--compute-shape", args.compute_shape)) if v is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: the log gives the compute times; drop "
+                              f"{'them' if len(given) > 1 else 'it'} or the log")
+        cluster = dataclasses.replace(cluster, **extra)
+    else:
+        workers = args.workers if args.workers is not None else (
+            1 if args.rule == "sequential_sgd" else 4)
+        cluster = Cluster(workers, _compute(args),
+                          group_size=rule_group_size(args.rule, params), **extra)
+    rule = _rule_from(args.rule, 1e-3, args.local_steps, params, cluster)
+    commits = args.commits if args.commits is not None or args.horizon is not None else 40
+    return schedule(rule, cluster, commits=commits, horizon=args.horizon, rng=seed,
+                    activity=True)
+
+
+def _add_timeline_parsers(commands) -> None:
+    from ._args import _Help
+
+    q = commands.add_parser(
+        "show", help="draw a simulated run's timeline (PNG): per worker, computing, "
+        "communicating, waiting; commits coloured by staleness; stragglers marked",
+        description="Simulate a cluster for a rule and draw what every worker did when "
+        "(asynclab.plot.timeline).", formatter_class=_Help)
+    _add_timeline_arguments(q)
+    q.add_argument("--out", default="asynclab-timeline.png",
+                   help="the picture (.png, .pdf, .svg, ...)")
+    q.set_defaults(func=_trace_show)
+    q = commands.add_parser(
+        "export", help="write a simulated run's timeline for ui.perfetto.dev (Chrome trace "
+        "JSON) or as JSON lines",
+        description="Simulate a cluster for a rule and write its timeline: --format "
+        "perfetto, the Trace Event Format JSON that ui.perfetto.dev and chrome://tracing "
+        "open; --format jsonl, one JSON object per interval and commit "
+        "(asynclab.cluster.export_trace).", formatter_class=_Help)
+    _add_timeline_arguments(q)
+    q.add_argument("--format", default="perfetto", choices=("perfetto", "jsonl"),
+                   help="perfetto: Trace Event Format JSON; jsonl: JSON lines")
+    q.add_argument("--out", default=None,
+                   help="the file (default: asynclab-trace.json, or .jsonl for jsonl)")
+    q.set_defaults(func=_trace_export)
+
+
+def _trace_show(args) -> int:
+    from .. import _validate
+
+    path = _validate.output_path(args.out, "--out", suffixes=_validate.plot_formats(),
+                                 overwrite=args.overwrite)
+    trace = _timeline_trace(args)
+    from ..plot import timeline
+
+    timeline(trace, path)
+    print(f"wrote {path}: {trace.n_events} {_events(trace)} of {trace.n_workers} "
+          f"{_units(trace)} over {_seconds(_end(trace))} of simulated time")
+    return 0
+
+
+def _trace_export(args) -> int:
+    from .. import _validate
+    from ..cluster import export_trace
+    from ..cluster._export import FORMATS
+
+    suffix = FORMATS[args.format]
+    out = args.out if args.out is not None else "asynclab-trace" + suffix
+    path = _validate.output_path(out, "--out", suffixes=(suffix,), overwrite=args.overwrite)
+    trace = _timeline_trace(args)
+    export_trace(trace, path, format=args.format, overwrite=True)
+    opened = " (open it in ui.perfetto.dev)" if args.format == "perfetto" else ""
+    print(f"wrote {path}: {trace.activity.n_intervals} intervals and {trace.n_events} "
+          f"{_events(trace)} of {trace.n_workers} {_units(trace)}{opened}")
+    return 0
+
+
+def _events(trace) -> str:
+    return "commits" if hasattr(trace, "worker") else "rounds"
+
+
+def _units(trace) -> str:
+    return "groups" if getattr(trace, "group_size", 1) > 1 else "workers"
+
+
+def _end(trace) -> float:
+    return float(trace.time[-1]) if trace.n_events else 0.0

@@ -1,9 +1,14 @@
 """Cluster timing models and the SimPy simulator that turns them into a trace."""
 
+from ._activity import KINDS as KINDS
+from ._activity import Activity as Activity
 from ._distributions import FAMILIES as FAMILIES
 from ._distributions import DistributionFit as DistributionFit
 from ._distributions import fit_distribution as fit_distribution
 from ._distributions import fit_step_times as fit_step_times
+from ._export import export_trace as export_trace
+from ._export import trace_events as trace_events
+from ._export import trace_records as trace_records
 from ._fit import EXTENDS as EXTENDS
 from ._fit import FittedTimes as FittedTimes
 from ._fit import fit_log as fit_log
@@ -42,12 +47,14 @@ from ._trace import Trace as Trace
 from ._trace import slow_workers as slow_workers
 
 __all__ = [
+    "Activity",
     "Cluster",
     "ComputeTime",
     "DistributionFit",
     "DISTRIBUTIONS",
     "ENDS",
     "example_log_path",
+    "export_trace",
     "EXTENDS",
     "FAMILIES",
     "fit_distribution",
@@ -57,6 +64,7 @@ __all__ = [
     "FittedTimes",
     "from_log",
     "heterogeneous",
+    "KINDS",
     "Link",
     "log_from_threads",
     "measured_trace",
@@ -79,7 +87,9 @@ __all__ = [
     "TimingModel",
     "total_variation",
     "Trace",
+    "trace_events",
     "trace_from_order",
+    "trace_records",
     "wasserstein",
     "write_log",
 ]

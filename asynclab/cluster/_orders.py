@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _validate
 from .._errors import ConfigError
+from ._activity import join
 from ._simulator import simulate_sync
 from ._timing import Cluster
 from ._trace import RoundTrace, Trace
@@ -78,19 +79,20 @@ def _check_rounds(n_workers, rounds) -> None:
 
 def simulate_sync_with_warmup(cluster: Cluster, *, warmup_rounds: int, local_steps: int,
                               rounds: int | None = None, horizon: float | None = None,
-                              rng=0) -> RoundTrace:
+                              rng=0, activity: bool = False) -> RoundTrace:
     """Rounds of ``warmup_rounds`` single local steps, then rounds of ``local_steps``
     (post-local SGD), joined in time: the second part starts when the first ends.
 
     The two parts are simulated with generators spawned from ``rng`` (an int; anything
     else counts as 0). ``rounds`` and ``horizon`` bound the whole trace, as in
-    :func:`simulate_sync`; the second part runs only if the warm-up completed.
+    :func:`simulate_sync`; the second part runs only if the warm-up completed. With
+    ``activity`` the two parts' activities are joined in time too.
     """
     warmup, commits = warmup_rounds, rounds
     seeds = np.random.SeedSequence(rng if isinstance(rng, int) else 0).spawn(2)
     first = simulate_sync(cluster, local_steps=1, rng=np.random.default_rng(seeds[0]),
                           rounds=warmup if commits is None else min(warmup, commits),
-                          horizon=horizon)
+                          horizon=horizon, activity=activity)
     elapsed = float(first.time[-1]) if first.n_events else 0.0
     parts = [first]
     rest = None if commits is None else commits - first.n_events
@@ -98,8 +100,12 @@ def simulate_sync_with_warmup(cluster: Cluster, *, warmup_rounds: int, local_ste
     full_warmup = first.n_events == warmup
     if full_warmup and (rest is None or rest > 0) and (left is None or left > 0):
         second = simulate_sync(cluster, local_steps=local_steps, rounds=rest, horizon=left,
-                               rng=np.random.default_rng(seeds[1]))
-        parts.append(second._replace(time=second.time + elapsed))
+                               rng=np.random.default_rng(seeds[1]), activity=activity)
+        parts.append(second._replace(
+            time=second.time + elapsed,
+            activity=second.activity and second.activity.shifted(elapsed)))
     return RoundTrace(time=np.concatenate([p.time for p in parts]),
                       duration=np.concatenate([p.duration for p in parts]),
-                      n_workers=cluster.workers, local_steps=local_steps)
+                      n_workers=cluster.workers, local_steps=local_steps,
+                      activity=join([p.activity for p in parts], cluster.workers)
+                      if activity else None)

@@ -40,6 +40,7 @@ import simpy
 
 from .. import _validate
 from .._errors import ConfigError
+from ._activity import Recorder
 from ._timing import Cluster, as_generator
 from ._trace import RoundTrace, Trace
 
@@ -76,6 +77,7 @@ class _ComputeStream:
         "_at_step",
         "_at_time",
         "_special",
+        "_delayed",
     )
 
     def __init__(self, draw, scale, local_steps, up, down, stragglers):
@@ -99,6 +101,7 @@ class _ComputeStream:
                 at_time.append((s.at_time, s.delay))
         self._at_time = sorted(at_time)
         self._special = bool(self._at_step or self._at_time)
+        self._delayed = {}
 
     def _refill(self):
         self._offset += self._phases.shape[0]
@@ -165,7 +168,14 @@ class _ComputeStream:
             total += extra
             t += float(row[j]) + extra
         self._special = bool(self._at_step or self._at_time)
+        if total:
+            self._delayed[self._offset + i] = total
         return total
+
+    def delays(self) -> dict[int, float]:
+        """Straggler delay (seconds) per phase index, for the phases handed out so far
+        that hold one."""
+        return self._delayed
 
 
 class _GroupStream:
@@ -218,6 +228,14 @@ class _GroupStream:
             self._first = False
             out[0] = phases[0] + self._first_lead
         return out.tolist()
+
+    def delays(self) -> dict[int, float]:
+        """The largest member's straggler delay per group phase that holds one."""
+        out: dict[int, float] = {}
+        for member in self._members:
+            for j, d in member.delays().items():
+                out[j] = max(out.get(j, 0.0), d)
+        return out
 
 
 class _Log:
@@ -305,11 +323,16 @@ def _check_cluster(cluster) -> None:
         raise ConfigError(f"cluster must be a Cluster, got {cluster!r}")
 
 
+def _check_activity(activity) -> None:
+    if not isinstance(activity, bool | np.bool_):
+        raise ConfigError(f"activity must be True or False, got {activity!r}")
+
+
 # --------------------------------------------------------------------------- async
 
 
 def _async_worker(env, worker, next_block, down, server, server_time, log, limit, horizon,
-                  stop):
+                  stop, rows=None):
     """One asynchronous worker (or group): compute phase, commit message, exchange.
 
     With a ``server`` (``simpy.Resource``, capacity 1, FIFO) the exchange queues there and
@@ -318,6 +341,9 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
     no time, so nothing ever queues) each exchange is one timeout (reply, compute phase,
     commit message) followed by the atomic commit-and-pull, recorded at the moment the
     commit reaches the server. The pull reply then travels back over the link.
+
+    ``rows`` (a list, or None) receives the worker's exchange times (see
+    :class:`~asynclab.cluster._activity.Recorder`); recording adds no SimPy event.
     """
     timeout = env.timeout
     queued = server is not None
@@ -329,14 +355,22 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
     pulled = 0
     req = None
     delays = next_block(0.0)
+    nan = math.nan
     while delays:
         for delay in delays:
+            if rows is not None:
+                row = [env.now, env.now + delay, nan, nan, nan]
+                rows.append(row)
             yield timeout(delay)
             if queued:
                 req = request()
                 if not req.triggered:  # granted at once when the server is idle: no resume
                     yield req
+                if rows is not None:
+                    row[2] = env.now
                 yield timeout(server_time)
+            elif rows is not None:
+                row[2] = env.now
             now = env.now
             clock = log.clock
             if clock >= limit or now > horizon:
@@ -348,6 +382,8 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
             append_time(now)
             append_worker(worker)
             append_pulled(pulled)
+            if rows is not None:
+                row[3] = now
             pulled = log.clock = clock + 1
             if queued:
                 release(req)
@@ -363,6 +399,7 @@ def simulate_async(
     commits: int | None = None,
     horizon: float | None = None,
     rng: np.random.Generator | int | None = None,
+    activity: bool = False,
 ) -> Trace:
     """Simulates an asynchronous parameter server and returns its commit trace.
 
@@ -397,6 +434,9 @@ def simulate_async(
       rng: a ``numpy.random.Generator``, an integer seed, or ``None`` (seed 0). A
         generator passed in spawns one child per worker, so passing the same generator
         object twice gives two different traces; pass an int to repeat a run.
+      activity: also record what every worker (group) did when, as the trace's
+        :class:`~asynclab.cluster.Activity` (``trace.activity``; None without it). The
+        trace's other fields are the same either way, bit for bit.
 
     Returns:
       A :class:`Trace`. Runs with the same seed agree on their common prefix: the
@@ -409,6 +449,7 @@ def simulate_async(
       >>> trace.staleness.mean()  # close to n - 1 = 7
     """
     _check_cluster(cluster)
+    _check_activity(activity)
     limit, horizon = _check_budget("commits", commits, horizon, local_steps)
     _check_size(cluster, limit, local_steps, "commits" if commits is not None else "horizon")
     streams = _streams(cluster, int(local_steps), rng)
@@ -418,12 +459,14 @@ def simulate_async(
     stop = env.event()
     # a server that takes no time never queues: the workers skip the Resource altogether
     server = None if cluster.server_time == 0.0 else simpy.Resource(env, capacity=1)
+    recorder = Recorder(len(streams)) if activity else None
     for k, stream in enumerate(streams):
         env.process(_async_worker(env, k, stream.next_block, down, server, cluster.server_time,
-                                  log, limit, horizon, stop))
+                                  log, limit, horizon, stop,
+                                  recorder.rows[k] if activity else None))
     env.run(until=stop)
     pulled = np.array(log.pulled_clock, dtype=np.int32)
-    return Trace(
+    trace = Trace(
         time=np.array(log.time, dtype=np.float64),
         worker=np.array(log.worker, dtype=np.int32),
         pulled_clock=pulled,
@@ -432,6 +475,12 @@ def simulate_async(
         local_steps=int(local_steps),
         group_size=cluster.group_size,
     )
+    if not activity:
+        return trace
+    grouped = cluster.group_size > 1
+    tail = cluster.transfer_time + (cluster.intra_group_time if grouped else 0.0)
+    return trace._replace(activity=recorder.activity(
+        end=trace.duration, down=down, tail=tail, delays=[s.delays() for s in streams]))
 
 
 # ---------------------------------------------------------------------------- sync
@@ -448,23 +497,36 @@ class _Round:
         self.result = env.event()
 
 
-def _sync_worker(env, next_block, down, server, server_time, workers, state, stop):
-    """A worker of a synchronous cluster: compute, commit, wait for the aggregate, pull."""
+def _sync_worker(env, next_block, down, server, server_time, workers, state, stop,
+                 rows=None):
+    """A worker of a synchronous cluster: compute, commit, wait for the aggregate, pull.
+    ``rows`` (a list, or None) receives its exchange times, as in :func:`_async_worker`."""
     timeout = env.timeout
     delays = next_block(0.0)
     while delays:
         for delay in delays:
+            if rows is not None:
+                row = [env.now, env.now + delay, math.nan, math.nan, math.inf]
+                rows.append(row)
             yield timeout(delay)
             if server is not None:
                 req = server.request()
                 yield req
+                if rows is not None:
+                    row[2] = env.now
                 yield timeout(server_time)
                 server.release(req)
+            elif rows is not None:
+                row[2] = env.now
+            if rows is not None:
+                row[3] = env.now
             current = state[0]
             current.arrived += 1
             if current.arrived == workers:
                 current.all_in.succeed()
             yield current.result
+            if rows is not None:
+                row[4] = env.now
         delays = next_block(env.now + down)
     if not stop.triggered:  # the worker's timing model ran out of steps
         stop.succeed()
@@ -495,6 +557,7 @@ def simulate_sync(
     rounds: int | None = None,
     horizon: float | None = None,
     rng: np.random.Generator | int | None = None,
+    activity: bool = False,
 ) -> RoundTrace:
     """Simulates a synchronous parameter server and returns its round trace.
 
@@ -517,11 +580,16 @@ def simulate_sync(
       horizon: or: stop at the first aggregate after this many simulated seconds; the
         trace holds the rounds with ``time <= horizon``. Give exactly one of the two.
       rng: a ``numpy.random.Generator``, an integer seed, or ``None`` (seed 0).
+      activity: also record what every worker did when, as the trace's
+        :class:`~asynclab.cluster.Activity` (``trace.activity``): compute, communicate,
+        wait in the server's queue and for the round's slowest worker. The aggregate
+        itself takes no simulated time. The other fields are the same either way.
 
     Returns:
       A :class:`RoundTrace` (``n_workers`` is the number of workers, not of groups).
     """
     _check_cluster(cluster)
+    _check_activity(activity)
     limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
     _check_size(cluster, limit, local_steps, "rounds" if rounds is not None else "horizon")
     streams = _streams(cluster, int(local_steps), rng, grouped=False)
@@ -531,7 +599,8 @@ def simulate_sync(
     stop = env.event()
     state = [_Round(env)]
     server = simpy.Resource(env, capacity=1) if cluster.server_time > 0.0 else None
-    for stream in streams:
+    recorder = Recorder(len(streams)) if activity else None
+    for k, stream in enumerate(streams):
         env.process(
             _sync_worker(
                 env,
@@ -542,13 +611,20 @@ def simulate_sync(
                 cluster.workers,
                 state,
                 stop,
+                recorder.rows[k] if activity else None,
             )
         )
     env.process(_sync_server(env, down, log, limit, horizon, state, stop))
     env.run(until=stop)
-    return RoundTrace(
+    trace = RoundTrace(
         time=np.array(log.time, dtype=np.float64),
         duration=np.array(log.duration, dtype=np.float64),
         n_workers=cluster.workers,
         local_steps=int(local_steps),
     )
+    if not activity:
+        return trace
+    end = float(trace.time[-1]) if trace.n_events else 0.0
+    return trace._replace(activity=recorder.activity(
+        end=end, down=down, tail=cluster.transfer_time,
+        delays=[s.delays() for s in streams]))

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._activity import Activity
+
 
 class Trace(NamedTuple):
     """An asynchronous schedule: one row per commit, in the order the server applied them.
@@ -27,6 +29,9 @@ class Trace(NamedTuple):
       local_steps: local steps (λ) each worker computed between two exchanges.
       group_size: workers per group in a mixed cluster (``worker`` then holds the group
         index), 1 otherwise.
+      activity: what every worker (group) did when, an :class:`Activity`, when the
+        simulator was asked to record it (``simulate_async(..., activity=True)``); None
+        otherwise. Nothing in the replay reads it.
     """
 
     time: np.ndarray
@@ -36,6 +41,7 @@ class Trace(NamedTuple):
     n_workers: int
     local_steps: int
     group_size: int = 1
+    activity: Activity | None = None
 
     @property
     def n_events(self) -> int:
@@ -54,12 +60,15 @@ class RoundTrace(NamedTuple):
       duration: float64 ``(R,)``, length of each round (slowest worker + communication).
       n_workers: number of workers.
       local_steps: local steps (λ) per worker per round.
+      activity: what every worker did when, an :class:`Activity`
+        (``simulate_sync(..., activity=True)``); None otherwise.
     """
 
     time: np.ndarray
     duration: np.ndarray
     n_workers: int
     local_steps: int
+    activity: Activity | None = None
 
     @property
     def n_events(self) -> int:

@@ -168,22 +168,24 @@ def with_start(problem: Problem, start) -> Problem:
     return problem._replace(start=point.astype(np.float32))
 
 
-def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0):
+def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0,
+             activity: bool = False):
     """The trace a cluster produces for a rule: commits (asynchronous) or rounds.
 
     Post-local SGD's warm-up rounds take one local step each, so they are scheduled
-    with λ = 1 and the rest with λ = H; the two parts are joined in time.
+    with λ = 1 and the rest with λ = H; the two parts are joined in time. With
+    ``activity`` the trace also holds what every worker did when (``trace.activity``).
     """
     warmup = rule.warmup_rounds if rule.synchronous else 0
     if warmup:
         return simulate_sync_with_warmup(cluster, warmup_rounds=warmup,
                                          local_steps=rule.local_steps, rounds=commits,
-                                         horizon=horizon, rng=rng)
+                                         horizon=horizon, rng=rng, activity=activity)
     if rule.synchronous:
         return simulate_sync(cluster, local_steps=rule.local_steps, rounds=commits,
-                             horizon=horizon, rng=rng)
+                             horizon=horizon, rng=rng, activity=activity)
     return simulate_async(cluster, local_steps=rule.local_steps, commits=commits,
-                          horizon=horizon, rng=rng)
+                          horizon=horizon, rng=rng, activity=activity)
 
 
 def run(

@@ -29,7 +29,8 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from .. import _validate
 from .._errors import ConfigError
 from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogeneous
-from ..engine import run
+from ..engine import run, schedule
+from ..engine._run import _rule_from
 from ..plot import clip_staleness, draw_contours, draw_loss, draw_staleness, draw_timeline
 from ..problems import get_problem
 from ..rules import RULES, inner_optimizers
@@ -176,13 +177,32 @@ def worker_paths(result, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(np.flatnonzero(who == k), path[who == k]) for k in range(int(who.max()) + 1)]
 
 
+#: The options of :func:`asynclab.run` in :meth:`Explorer.settings` that are not the rule's.
+_RUN_OPTIONS = ("problem", "rule", "cluster", "commits", "seeds", "learning_rate", "noise",
+                "record_every", "record_paths", "progress", "local_steps")
+
+
+def explorer_schedule(settings: dict):
+    """The first seed's schedule of a run of these :meth:`Explorer.settings`, simulated
+    again with its activity (what every worker did when): the trace the run replayed,
+    plus ``trace.activity``."""
+    hyper = {k: v for k, v in settings.items() if k not in _RUN_OPTIONS}
+    cluster = settings["cluster"]
+    rule = _rule_from(settings["rule"], settings["learning_rate"],
+                      settings.get("local_steps"), hyper, cluster)
+    return schedule(rule, cluster, commits=settings["commits"],
+                    rng=list(settings["seeds"])[0], activity=True)
+
+
 class Explorer:
     """Every control of a run, and the run's pictures, updated when a control changes.
 
     Display it in a notebook (it is its own widget). ``controls`` holds the widgets by
     name (set ``.value`` to drive it from code); ``result`` is the last run;
     ``artists`` the plotted lines (``"center"``, ``"workers"``, ``"loss_time"``,
-    ``"timeline"``: each worker's commits against time) and ``"staleness"`` bars;
+    ``"timeline"``: each worker's commits against time, coloured by staleness, over its
+    computing / communicating / waiting intervals) and ``"staleness"`` bars; ``trace``
+    the first seed's schedule with its activity (``explorer_schedule``);
     ``message`` shows a summary or the reason a combination cannot run (the
     :class:`asynclab.ConfigError` text);
     ``timings`` the seconds the last update spent replaying and drawing.
@@ -218,6 +238,7 @@ class Explorer:
         dpi = _validate.count(dpi, "dpi", low=10, high=600)
         self.dpi = dpi
         self.result = None
+        self.trace = None
         self.error: Exception | None = None
         self.timings: dict[str, float] = {}
         self._hold_depth = 0
@@ -428,7 +449,9 @@ class Explorer:
             self.timings = {"replay": time.perf_counter() - start, "draw": 0.0}
 
     def _update(self, start: float) -> None:
-        result = run(**self.settings())
+        settings = self.settings()
+        result = run(**settings)
+        self.trace = explorer_schedule(settings)
         replayed = time.perf_counter()
         self.result = result
         self._draw(result)
@@ -483,7 +506,8 @@ class Explorer:
         ax.set_title(f"central loss, {result.n_seeds} seed(s)")
         ax = self.axes["timeline"]
         ax.cla()
-        self.artists["timeline"] = draw_timeline(ax, result)
+        self.artists["timeline"] = draw_timeline(ax, self.trace, legend=False)
+        ax.set_title(ax.get_title() + " (seed 0)")
         self.artists["timeline_now"] = ax.axvline(0, color="k", lw=0.8, ls=":")
         ax = self.axes["staleness"]
         ax.cla()

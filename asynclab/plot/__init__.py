@@ -4,10 +4,11 @@ from ._compare import compare as compare
 from ._panels import clip_staleness as clip_staleness
 from ._panels import draw_loss as draw_loss
 from ._panels import draw_staleness as draw_staleness
-from ._panels import draw_timeline as draw_timeline
 from ._run import plot_run as plot_run
 from ._run import stragglers as stragglers
 from ._surface import draw_contours as draw_contours
+from ._timeline import draw_timeline as draw_timeline
+from ._timeline import timeline as timeline
 
 __all__ = [
     "clip_staleness",
@@ -18,4 +19,5 @@ __all__ = [
     "draw_timeline",
     "plot_run",
     "stragglers",
+    "timeline",
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 
 
 def draw_loss(ax, result, *, against: str = "time"):
@@ -41,27 +40,6 @@ def draw_staleness(ax, result):
     ax.set_ylabel("fraction of commits")
     ax.legend()
     return bars
-
-
-def draw_timeline(ax, result):
-    """What every worker did when (seed 0's schedule): a mark at each commit, per worker
-    against simulated time, or each synchronous round's end for every worker. Returns the
-    marks (one line artist)."""
-    index = result.trace_index[0]
-    times, who = result.time[index], result.worker[index]
-    keep = result.staleness[index] >= 0  # not the padding of a shorter trace
-    times, who = times[keep], who[keep]
-    workers = int(result.config.get("workers") or (who.max() + 1))
-    if who.size and who.min() < 0:  # synchronous rounds: every worker at each round end
-        times = np.repeat(times, workers)
-        who = np.tile(np.arange(workers), keep.sum())
-    marks = ax.plot(times, who, "|", color="tab:blue", markersize=6, mew=0.8)[0]
-    ax.set_ylim(workers - 0.5, -0.5)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("simulated time (s)")
-    ax.set_ylabel("worker")
-    ax.set_title("commits of each worker (seed 0)")
-    return marks
 
 
 #: The staleness axis ends at this quantile of τ; rarer, larger τ are marked, not drawn.
