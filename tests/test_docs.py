@@ -46,6 +46,8 @@ SLOW = {
     "nets.md": "the mnist command line (95 s) and three digits runs (22 s), measured here",
     "logs.md": "a log fitted, inspected and replayed from the command line (9 s), and "
                "timelines drawn and exported (about 15 s more)",
+    "peers.md": "the peer's workload replayed for 20 commits with a 582 k-parameter CNN "
+                "(about 30 s, most of it compiling)",
 }
 
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)

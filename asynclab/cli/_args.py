@@ -222,8 +222,8 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     """The net problems' options: one meaning for each of these flags in every command."""
     p.add_argument("--model", default=None,
-                   help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16 "
-                        "(default: the data set's own)")
+                   help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16, "
+                        "cnn:5x5-32-64:512:maxpool:valid (default: the data set's own)")
     p.add_argument("--batch-size", type=_count(1), default=None,
                    help="digits/mnist/collider: examples per local step (default 32)")
     p.add_argument("--shards", default=None,

@@ -53,7 +53,8 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
 
     Args:
       dataset: ``digits``, ``mnist`` or ``collider`` (synthetic).
-      model: ``mlp``, ``mlp:SIZES``, ``cnn``, ``cnn:CHANNELS`` (default:
+      model: ``mlp``, ``mlp:SIZES``, ``cnn``, ``cnn:CHANNELS`` or the full cnn form
+        ``cnn:KxK-CHANNELS:HIDDEN:maxpool:valid`` (see ``parse_model``; default:
         :data:`DEFAULT_MODELS`).
       workers: how many shards the training set is cut into; worker ``k`` reads shard
         ``k mod workers`` (give the run's worker count, or for groups its member count).

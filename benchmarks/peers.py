@@ -1,0 +1,318 @@
+#!/usr/bin/env python
+"""asynclab beside a peer simulator on the peer's own workload: APPFL's virtual-time
+asynchronous simulator (``appfl.vsim.AsyncSimDriver``, FedAsync).
+
+    python benchmarks/peers.py                        # asynclab rows; the peer's if importable
+    python benchmarks/peers.py --peer-python /path/to/venv/bin/python
+    python benchmarks/peers.py --quick                # 20 updates, smoke check
+
+The workload (the peer's asynchronous MNIST example, its stock CNN): 8 clients, a
+lognormal(0, 0.5) compute slowdown per client, 200 server updates, each update 10 local
+Adam steps (lr 1e-3) at batch 64 on MNIST-shaped 28×28 images; the CNN is 5×5 valid
+convolutions with 32 and 64 channels, 2×2 max pools, a dense layer of 512 and 10 logits
+(582,026 parameters; in asynclab ``cnn:5x5-32-64:512:maxpool:valid``).
+
+asynclab replays it with ``downpour`` (``local_steps=10``, ``inner="adam"``) on a cluster
+of 8 workers whose compute times carry the same kind of lognormal slowdowns. The local
+work per update is the same arithmetic (10 Adam steps of the same net on batches of 64
+from the centre the worker pulled); the server step differs: FedAsync mixes
+θ̃ ← θ̃ + α_t (θᵏ − θ̃), DOWNPOUR adds the worker's accumulated step, and asynclab's Adam
+moments survive a pull where the peer makes a new Adam each round — none of which
+changes the cost per local step (docs/peers.md has the full comparison of semantics).
+
+The peer needs ``appfl`` and PyTorch (a CPU build), never dependencies of asynclab:
+``pip install appfl torch`` in an environment of their own, then pass its interpreter
+with ``--peer-python`` (or install them beside asynclab). Without them the peer's rows
+are skipped and the script says so.
+
+Columns: local steps per second per seed (wall clock of the whole run, start-up and, for
+asynclab, compilation included: what a user waits for), the same without the first
+call's compilation (asynclab: a second identical call), runs per hour, and the ratio to
+the peer's per-seed rate. Both tools use the machine's cores (PyTorch: ``--threads``
+threads; XLA: its own pool); for one core each, run the script under ``taskset -c 0``
+with ``--threads 1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+CLIENTS = 8
+UPDATES = 200
+LOCAL_STEPS = 10
+BATCH = 64
+LEARNING_RATE = 1e-3
+SLOWDOWN_SIGMA = 0.5
+EXAMPLES = 60_000
+MODEL = "cnn:5x5-32-64:512:maxpool:valid"
+
+# ------------------------------------------------------------------------ the peer
+
+_PEER_MODEL = '''
+import torch.nn as nn
+
+
+class CNN(nn.Module):
+    """5x5 valid convolutions 32 and 64, ReLU, 2x2 max pools, dense 512, 10 logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 5)
+        self.conv2 = nn.Conv2d(32, 64, 5)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(64 * 4 * 4, 512)
+        self.fc2 = nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = self.pool(self.conv1(x).relu())
+        x = self.pool(self.conv2(x).relu())
+        return self.fc2(self.fc1(x.flatten(1)).relu())
+'''
+
+_PEER_DATA = '''
+import torch
+from torch.utils.data import TensorDataset
+
+
+def synthetic_mnist(num_clients, client_id, examples, seed):
+    """MNIST-shaped data: uniform pixels in [0, 1], labels 0-9, one shard per client."""
+    g = torch.Generator().manual_seed(seed * 1000 + client_id)
+    n = examples // num_clients
+    x = torch.rand(n, 1, 28, 28, generator=g)
+    y = torch.randint(0, 10, (n,), generator=g)
+    return TensorDataset(x, y), TensorDataset(x[:256], y[:256])
+
+
+def accuracy(y_true, y_pred):
+    return float((y_pred.argmax(axis=1) == y_true).mean()) if y_pred.ndim > 1 else 0.0
+'''
+
+
+def _peer_configs(folder: str, seed: int, updates: int):
+    from omegaconf import OmegaConf
+
+    server = OmegaConf.create({
+        "client_configs": {
+            "train_configs": {
+                "trainer": "VanillaTrainer", "mode": "step",
+                "num_local_steps": LOCAL_STEPS, "optim": "Adam",
+                "optim_args": {"lr": LEARNING_RATE}, "loss_fn": "CrossEntropyLoss",
+                "metric_path": os.path.join(folder, "peer_data.py"),
+                "metric_name": "accuracy", "do_validation": False,
+                "do_pre_validation": False, "use_dp": False,
+                "send_gradient": False, "train_batch_size": BATCH, "val_batch_size": BATCH,
+                "train_data_shuffle": True, "val_data_shuffle": False,
+                "optimize_memory": False,
+            },
+            "model_configs": {"model_path": os.path.join(folder, "peer_model.py"),
+                              "model_name": "CNN"},
+            "comm_configs": {"compressor_configs": {"enable_compression": False}},
+        },
+        "server_configs": {
+            "num_clients": CLIENTS, "scheduler": "AsyncScheduler",
+            "scheduler_kwargs": {"same_init_model": True, "optimize_memory": False},
+            "aggregator": "FedAsyncAggregator",
+            "aggregator_kwargs": {"client_weights_mode": "equal", "staleness_fn": "polynomial",
+                                  "staleness_fn_kwargs": {"a": 0.5}, "alpha": 0.9,
+                                  "optimize_memory": False},
+            "device": "cpu", "num_global_epochs": updates, "optimize_memory": False,
+            "logging_output_dirname": os.path.join(folder, "output"),
+            "logging_output_filename": "result",
+        },
+    })
+    clients = []
+    for i in range(CLIENTS):
+        clients.append(OmegaConf.create({
+            "client_id": f"Client{i + 1}", "optimize_memory": False,
+            "train_configs": {"device": "cpu", "logging_output_dirname":
+                              os.path.join(folder, "output"),
+                              "logging_output_filename": "result"},
+            "data_configs": {"dataset_path": os.path.join(folder, "peer_data.py"),
+                             "dataset_name": "synthetic_mnist",
+                             "dataset_kwargs": {"num_clients": CLIENTS, "client_id": i,
+                                                "examples": EXAMPLES, "seed": seed}},
+        }))
+    return server, clients
+
+
+def _without_torchvision() -> None:
+    """appfl imports ``piq`` (image-quality metrics for its data-readiness reports) when
+    it starts; piq needs torchvision, and PyPI's torchvision wheels need PyPI's CUDA
+    build of torch. With a CPU build of torch and no torchvision, appfl gets an empty
+    ``piq`` module, which its simulator never calls."""
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec("torchvision") is None:
+        sys.modules.setdefault("piq", types.ModuleType("piq"))
+
+
+def _peer_once(seed: int, updates: int) -> float:
+    """Wall seconds of one peer run (agents built, then the driver run)."""
+    import logging
+    import random
+
+    _without_torchvision()
+
+    from appfl.agent import ClientAgent, ServerAgent
+    from appfl.vsim import AsyncSimDriver, ClientProfile
+
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        for name, text in (("peer_model.py", _PEER_MODEL), ("peer_data.py", _PEER_DATA)):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
+        server_config, client_configs = _peer_configs(folder, seed, updates)
+        server = ServerAgent(server_agent_config=server_config)
+        clients = [ClientAgent(client_agent_config=c) for c in client_configs]
+        shared = server.get_client_configs()
+        for client in clients:
+            client.load_config(shared)
+        rng = random.Random(seed)
+        profiles = {c.get_id(): ClientProfile(compute_factor=rng.lognormvariate(
+            0.0, SLOWDOWN_SIGMA)) for c in clients}
+        logger = logging.getLogger("peer")
+        logger.setLevel(logging.WARNING)
+        from appfl.vsim import VsimLogger
+
+        driver = AsyncSimDriver(server_agent=server, client_agents=clients,
+                                profiles=profiles, max_in_flight=CLIENTS,
+                                logger=VsimLogger(logger), seed=seed)
+        driver.run()
+        done = server.scheduler.get_num_global_epochs()
+        if done != updates:
+            raise RuntimeError(f"the peer ran {done} updates, not {updates}")
+    return time.perf_counter() - start
+
+
+def run_peer(seeds: int, updates: int, threads: int) -> dict:
+    """The peer's seeds one after another: wall seconds of each."""
+    import torch
+
+    torch.set_num_threads(threads)
+    return {"tool": "peer", "threads": threads, "torch": torch.__version__,
+            "seconds": [_peer_once(seed, updates) for seed in range(seeds)]}
+
+
+# ------------------------------------------------------------------------ asynclab
+
+
+def _asynclab_once(seeds: int, updates: int) -> float:
+    import numpy as np
+
+    import asynclab
+    from asynclab.cluster import Cluster, ComputeTime
+
+    slowdowns = np.random.default_rng(0).lognormal(0.0, SLOWDOWN_SIGMA, CLIENTS)
+    cluster = Cluster(CLIENTS, compute=ComputeTime("constant", mean=1.0),
+                      time_scale=tuple(float(s) for s in slowdowns))
+    start = time.perf_counter()
+    result = asynclab.run("mnist", "downpour", cluster=cluster, commits=updates,
+                          seeds=list(range(seeds)), learning_rate=LEARNING_RATE,
+                          local_steps=LOCAL_STEPS, inner="adam", record_every=updates,
+                          progress=False, problem_options={"model": MODEL,
+                                                           "batch_size": BATCH})
+    seconds = time.perf_counter() - start
+    if result.loss.shape[0] != seeds or not np.all(np.isfinite(result.loss[:, -1])):
+        raise RuntimeError("asynclab's runs did not finish with a finite loss")
+    return seconds
+
+
+def run_asynclab(seeds: int, updates: int) -> dict:
+    """One call (compilation included), then the same call again (compiled)."""
+    import jax
+
+    first = _asynclab_once(seeds, updates)
+    second = _asynclab_once(seeds, updates)
+    return {"tool": "asynclab", "jax": jax.__version__, "seeds": seeds,
+            "seconds": [first, second]}
+
+
+# ------------------------------------------------------------------------ the table
+
+
+def _peer_rows(args) -> dict | None:
+    """The peer's runs, in this interpreter or in ``--peer-python``'s; None if missing."""
+    seeds = args.seeds[-1]
+    if args.peer_python:
+        command = [args.peer_python, os.path.abspath(__file__), "--peer-only",
+                   "--updates", str(args.updates), "--threads", str(args.threads),
+                   "--seeds", str(seeds)]
+        out = subprocess.run(command, capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"the peer's run failed:\n{out.stderr[-3000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        import appfl  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        return None
+    return run_peer(seeds, args.updates, args.threads)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="20 updates, 1 and 2 seeds")
+    parser.add_argument("--updates", type=int, default=None, help="server updates per run")
+    parser.add_argument("--seeds", type=lambda s: [int(v) for v in s.split(",")],
+                        default=None, help="asynclab's seed counts, e.g. 1,8 (the peer "
+                        "runs the largest one after another)")
+    parser.add_argument("--threads", type=int, default=2, help="PyTorch's threads")
+    parser.add_argument("--peer-python", default=None, metavar="PYTHON",
+                        help="an interpreter with appfl and torch, for the peer's rows")
+    parser.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.updates = args.updates or (20 if args.quick else UPDATES)
+    args.seeds = args.seeds or ([1, 2] if args.quick else [1, 8])
+    if args.peer_only:
+        print(json.dumps(run_peer(args.seeds[-1], args.updates, args.threads)))
+        return
+    steps = args.updates * LOCAL_STEPS
+    print(f"# {datetime.datetime.now():%Y-%m-%d %H:%M}, {platform.machine()}, "
+          f"{os.cpu_count()} cores; {CLIENTS} clients, {args.updates} updates x "
+          f"{LOCAL_STEPS} local Adam steps, batch {BATCH}, {MODEL}")
+    print(f"{'':62s} {'steps/s':>8s} {'compiled':>8s} {'runs/hour':>9s} {'vs peer':>7s}",
+          flush=True)
+    peer_rate: dict[int, float] = {}
+
+    def row(name, seeds, rate, warm=None):
+        runs_per_hour = 3600 * rate / steps
+        base = peer_rate.get(seeds) if warm is not None else None
+        ratio = f"{rate / base:7.2f}" if base else f"{'':>7s}"
+        warm_text = f"{warm:8.1f}" if warm else f"{'-':>8s}"
+        print(f"{name:62s} {rate:8.1f} {warm_text} {runs_per_hour:9.1f} {ratio}", flush=True)
+
+    peer = _peer_rows(args)
+    if peer is None:
+        print("# the peer's rows skipped: appfl and torch are not importable here; "
+              "pass --peer-python (see this script's docstring)")
+    else:
+        seconds = peer["seconds"]
+        label = f"peer (appfl, torch {peer['torch']}, {peer['threads']} threads)"
+        peer_rate[1] = steps / seconds[0]
+        row(f"{label}, 1 seed", 1, peer_rate[1])
+        if len(seconds) > 1:
+            peer_rate[len(seconds)] = steps * len(seconds) / sum(seconds)
+            row(f"{label}, {len(seconds)} seeds one after another", len(seconds),
+                peer_rate[len(seconds)])
+    for seeds in args.seeds:
+        result = run_asynclab(seeds, args.updates)
+        first, second = result["seconds"]
+        row(f"asynclab (jax {result['jax']}), {seeds} seed(s) at once", seeds,
+            steps * seeds / first, steps * seeds / second)
+    print("steps/s: local steps applied per second of wall clock, all seeds together "
+          "(start-up and compilation included; per seed for one seed); compiled: "
+          "asynclab's second identical call; vs peer: the first column against the "
+          "peer's row with as many seeds")
+
+
+if __name__ == "__main__":
+    main()
