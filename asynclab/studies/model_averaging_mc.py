@@ -28,6 +28,18 @@ separate check replay, so the same counts; it costs the doubled budget on every 
 CPU pays for that) but takes a third fewer sequential steps than two replays, which is
 what a launch-bound accelerator waits on.
 
+Compilations (``stepwise`` and ``worker_groups``, on a CPU by default): each cell is
+replayed one local step per compiled event, the averaging applied at the last step of
+every round, so the four λ of one n share one compiled program; and the n of one of
+``WORKER_GROUPS`` run on a worker axis padded to the group's largest n, the averaging over
+the real workers only, so they share one program too. The figure then compiles 6 chunk
+programs and one initial state instead of 40 of each (a check and a bar of one cell share
+theirs through equal launches). Padding changes no bit; neither does the stepwise replay
+for λ = 1, while for λ > 1 its numbers differ from the λ-step replay's in the last bits
+(that loop is unrolled by 4, which XLA rounds differently; ``docs/design.md``). The full
+figure's counts (successes, overflows, valley runs, the checks) came out the same as
+with the λ-step replay, on the 2-core CPU of ``benchmarks/README.md``.
+
 Budget: in local steps per worker (λ · rounds), the same for every λ. It is larger for
 few workers, whose slowest runs creep along the line x ≈ 0⁺ for a long time. Convergence
 check: the doubled budget is replayed on the first ``check_runs`` seeds, recording the
@@ -82,6 +94,16 @@ class Config:
       unroll: events per iteration of the replay's compiled loop (None: 1 on a CPU,
         where unrolling gains nothing; 8 on an accelerator, where every iteration costs
         kernel launches). The same arithmetic per event (on a CPU the same bits).
+      stepwise: replay one local step per compiled event, averaging at the end of every
+        round (``asynclab.replay(..., stepwise=True)``), so that the four λ of one n
+        share one compiled program (None: on a CPU, where a step costs about as much
+        either way; an accelerator pays per event). See "Compilations" above for what it
+        changes in the numbers.
+      worker_groups: numbers of workers replayed on one padded worker axis, the
+        group's largest n (``asynclab.replay(..., pad_workers=N)``), so that they share
+        one compiled program; n in no group is not padded (None: ``WORKER_GROUPS`` when
+        replaying step by step, else none). The numbers do not depend on it (on a CPU,
+        to the bit).
     """
 
     workers: tuple[int, ...] = tuple(range(1, 11))
@@ -99,6 +121,8 @@ class Config:
     launch_seeds: int | None = None
     merge_check: bool | None = None
     unroll: int | None = None
+    stepwise: bool | None = None
+    worker_groups: tuple[tuple[int, ...], ...] | None = None
 
     @classmethod
     def quick(cls) -> Config:
@@ -135,7 +159,32 @@ def replay_cell(config, problem, n, lam, steps, seeds, records):
     return replay(rule, problem, trace, seeds=seeds, init="random_per_worker",
                   noise=config.noise, record_paths=False, record_every=rounds // records,
                   progress=False,  # cells run several at a time: one bar for the study
-                  unroll=_unroll(config))
+                  unroll=_unroll(config), stepwise=_stepwise(config),
+                  pad_workers=_pad_workers(config, n))
+
+
+#: the numbers of workers that share a padded worker axis when the study replays step by
+#: step, each group one compiled program (n ≤ 3 and n > 3 have different budgets, so
+#: different programs anyway); every padded replay shares one compiled initial state
+#: (``asynclab.engine._replay.INITIAL_AXIS``). Padding costs the padded workers' steps:
+#: 8 % more worker-steps for the whole figure with these groups.
+WORKER_GROUPS = ((1,), (2,), (3,), (4, 5), (6, 7), (8, 9, 10))
+
+
+def _stepwise(config) -> bool:
+    if config.stepwise is not None:
+        return bool(config.stepwise)
+    return jax.default_backend() == "cpu"
+
+
+def _pad_workers(config, n: int) -> int | None:
+    groups = config.worker_groups
+    if groups is None:
+        groups = WORKER_GROUPS if _stepwise(config) else ()
+    for group in groups:
+        if n in group:  # padded even to n itself: one initial program for all
+            return max(group)
+    return None
 
 
 class _Runs(NamedTuple):
