@@ -34,11 +34,16 @@ every round, so the four λ of one n share one compiled program; and the n of on
 ``WORKER_GROUPS`` run on a worker axis padded to the group's largest n, the averaging over
 the real workers only, so they share one program too. The figure then compiles 6 chunk
 programs and one initial state instead of 40 of each (a check and a bar of one cell share
-theirs through equal launches). Padding changes no bit; neither does the stepwise replay
-for λ = 1, while for λ > 1 its numbers differ from the λ-step replay's in the last bits
-(that loop is unrolled by 4, which XLA rounds differently; ``docs/design.md``). The full
-figure's counts (successes, overflows, valley runs, the checks) came out the same as
-with the λ-step replay, on the 2-core CPU of ``benchmarks/README.md``.
+theirs through equal launches). Replayed this way, a bar cell's check runs (its first
+``check_runs`` seeds over twice the budget) also serve as the bar's first runs, read at
+the budget as with ``merge_check``, and the bar replays only the other seeds; every cell
+then records the centre's x (one problem, so one program).
+
+Padding changes no bit; neither does the stepwise replay for λ = 1, while for λ > 1 its
+numbers differ from the λ-step replay's in the last bits (that loop is unrolled by 4,
+which XLA rounds differently; ``docs/design.md``). The full figure's counts (successes,
+overflows, valley runs, the checks) came out the same as with the λ-step replay, on the
+2-core CPU of ``benchmarks/README.md``.
 
 Budget: in local steps per worker (λ · rounds), the same for every λ. It is larger for
 few workers, whose slowest runs creep along the line x ≈ 0⁺ for a long time. Convergence
@@ -268,9 +273,22 @@ def _replay_cell(config, problem, lam, n) -> _Cell:
         diverged = (both.diverged_at >= 0) & (both.diverged_at < steps // lam)
         return _Cell(both.loss[:config.check_runs, 1:] < config.success_loss, final,
                      diverged, np.isfinite(final) & (both.x[:, 1] < 0))
+    if _stepwise(config):  # every cell's launches share one program: one problem
+        problem = _beale_recording_x()
     # twice the budget on the first check_runs seeds, loss recorded at 1× and 2×
     check = _replay_seeds(config, problem, n, lam, 2 * steps, range(config.check_runs), 2)
     check_ok = check.loss[:, 1:] < config.success_loss
+    if has_bar and _stepwise(config):
+        # the check's runs are the bar's first, read at the budget as merge_check reads
+        # them; the bar replays only the others (same launches, same program)
+        rest = _replay_seeds(config, problem, n, lam, steps,
+                             range(config.check_runs, config.runs), 1)
+        final = np.concatenate([check.loss[:, 1], rest.loss[:, 1]])
+        diverged = np.concatenate([(check.diverged_at >= 0)
+                                   & (check.diverged_at < steps // lam),
+                                   rest.diverged_at >= 0])
+        x = np.concatenate([check.x[:, 1], rest.x[:, 1]])
+        return _Cell(check_ok, final, diverged, np.isfinite(final) & (x < 0))
     if not has_bar:
         final = check.loss[:, 1]
         return _Cell(check_ok, final, ~np.isfinite(final), None)
