@@ -406,12 +406,14 @@ def replay(
         default backend: this process's, or every process's after
         ``asynclab.backends.initialize``), a count (the first k) or a list of
         ``jax.Device``. A seed's numbers do not depend on it (on a CPU, to the bit).
-      stepwise: replay a synchronous rule one local step per compiled event, the
-        synchronisation applied at the last step of every round (rules in
-        :data:`STEPWISE_RULES`): every λ then shares one compiled program, which a study
-        of several λ compiles once. The same result (records, centres, ``diverged_at``
-        in rounds; on a CPU the same bits, ``tests/test_engine.py``); a CPU runs a round
-        of λ steps about as fast, an accelerator, which pays per event, λ times slower.
+      stepwise: replay a synchronous rule (for now model averaging) one local step per
+        compiled event, the synchronisation applied at the last step of every round:
+        every λ then shares one compiled program, which a study of several λ compiles
+        once. The same result (records, centres, ``diverged_at`` in rounds) to float
+        rounding: for λ = 1 the same bits on a CPU, for λ > 1 not (the λ-step loop is
+        unrolled by 4, which XLA rounds differently in the last bits; ``docs/design.md``).
+        A CPU runs a round of λ steps about as fast either way; an accelerator, which
+        pays per event, runs it λ times slower.
       pad_workers: replay a synchronous rule on a worker axis of this many workers
         (at least the trace's n), of which the first n are the run's: the
         synchronisation averages over those (:func:`asynclab.rules.parts.worker_mean`),
