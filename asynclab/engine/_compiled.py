@@ -38,7 +38,9 @@ class _CompiledOnce:
     """A jitted program whose first call for each input layout (shapes, dtypes) runs under
     a lock: threads that replay cells of one program at once (a study's thread pool) wait
     for one compilation instead of each compiling it (``jax.jit`` does not hold them
-    back). Later calls with a known layout go straight to the program."""
+    back). The lock covers that whole first call, its run included (``jax.jit`` compiles
+    and runs in one call), so a second thread may wait for one launch. Later calls with a
+    known layout go straight to the program."""
 
     def __init__(self, program):
         self.program = program
