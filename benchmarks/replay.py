@@ -680,9 +680,12 @@ def mc_timing(which: str):
     config = study.Config() if which == "full" else study.Config.quick()
     lams = set(config.map_local_steps) | set(config.bar_local_steps)
     steps = mc_worker_steps(config)
+    stepwise = study._stepwise(config)
     settings = (f"launch_seeds {study._launch_seeds(config)}, merge_check "
                 f"{study._merge_check(config)}, unroll {study._unroll(config)}, threads "
-                f"{study._threads(config, len(lams) * len(config.workers))}")
+                f"{study._threads(config, len(lams) * len(config.workers))}, stepwise "
+                f"{stepwise}, padded axes "
+                f"{[study._pad_workers(config, n) for n in config.workers]}")
     t0 = time.perf_counter()
     study.run(config, progress=False)
     return time.perf_counter() - t0, steps, settings

@@ -319,3 +319,66 @@ def test_a_result_prints_as_one_line_without_its_arrays():
     assert "40 commits" in text and "diverged 0/4" in text
     median = float(np.median(result.final_loss))
     assert f"final loss median {median:.4g}" in text
+
+
+def _averaging(n, local_steps, n_rounds, lr, **options):
+    """Model averaging from random starts with σ² = 10: 12 seeds, central loss recorded
+    every 2 rounds, paths recorded."""
+    return replay(model_averaging(lr, local_steps), beale(), rounds(n, n_rounds, local_steps),
+                  seeds=range(12), noise=10.0, init="random_per_worker", record_every=2,
+                  record_paths=True, **options)
+
+
+def _same_bits(a, b):
+    return all(np.array_equal(getattr(a, k), getattr(b, k), equal_nan=True)
+               for k in ("loss", "final_params", "diverged_at", "center_path", "worker_path"))
+
+
+@pytest.mark.parametrize("lr", [1e-3, 0.03])  # 0.03: most runs diverge, at various rounds
+def test_stepwise_and_padded_replays_are_the_replay(lr):
+    """One local step per compiled event, on a worker axis padded from 3 to 5 workers:
+    with λ = 1 the same bits as the plain replay (records, centres, paths, divergence);
+    with λ = 3 the padding gives the bits of the step-by-step replay without it, which
+    is the plain replay to float rounding (its λ-step loop, unrolled, rounds
+    differently in the last bits) with the same rounds of divergence."""
+    plain = _averaging(3, 1, 12, lr)
+    assert _same_bits(plain, _averaging(3, 1, 12, lr, stepwise=True, pad_workers=5))
+    if lr > 0.01:
+        assert 0 < np.sum(plain.diverged_at >= 0) < 12
+    plain = _averaging(3, 3, 4, lr)
+    step = _averaging(3, 3, 4, lr, stepwise=True)
+    assert step.worker_path.shape == plain.worker_path.shape  # one entry per round
+    assert _same_bits(step, _averaging(3, 3, 4, lr, stepwise=True, pad_workers=5))
+    assert np.array_equal(step.diverged_at, plain.diverged_at)
+    for key in ("loss", "final_params", "center_path", "worker_path"):
+        np.testing.assert_allclose(getattr(step, key), getattr(plain, key), rtol=1e-5,
+                                   atol=1e-6, err_msg=key)
+
+
+def test_stepwise_padded_replays_share_one_compilation():
+    """λ = 2 and λ = 4 with the same budget of local steps, n = 2 and n = 3 on an axis of
+    3 workers: one compiled chunk for all four."""
+    from asynclab.engine._compiled import TRACE_COUNT
+
+    problem = beale()  # programs are cached by the problem's identity
+
+    def go(n, local_steps):
+        trace = rounds(n, 8 // local_steps, local_steps)
+        return replay(model_averaging(1e-3, local_steps), problem, trace, seeds=range(4),
+                      noise=1.0, init="random_per_worker", record_every=8 // local_steps,
+                      record_paths=False, stepwise=True, pad_workers=3)
+
+    go(2, 2)
+    before = TRACE_COUNT["chunk"]
+    for n, local_steps in ((2, 4), (3, 2), (3, 4)):
+        go(n, local_steps)
+    assert TRACE_COUNT["chunk"] == before
+
+
+def test_stepwise_and_padding_refusals():
+    with pytest.raises(asynclab.ConfigError, match="stepwise"):
+        replay(downpour(1e-3, 2), beale(), round_robin_trace(2, 4, 2), stepwise=True)
+    with pytest.raises(asynclab.ConfigError, match="pad_workers"):
+        replay(model_averaging(1e-3), beale(), rounds(4, 2), pad_workers=3)
+    with pytest.raises(asynclab.ConfigError, match="asynchronous"):
+        replay(downpour(1e-3), beale(), round_robin_trace(2, 4), pad_workers=3)

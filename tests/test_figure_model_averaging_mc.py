@@ -76,18 +76,26 @@ def test_launch_layout_does_not_change_the_runs():
     """Seeds replayed in launches of 8 give the counts of one launch of all 24; so does
     one replay over twice the budget that serves the bar and the check at once (the bar
     read at the budget, the check from its first 8 seeds), with 3 events per loop
-    iteration."""
+    iteration; so do the replays a round at a time on 2 workers and one local step at a
+    time on an axis padded to 3 (the CPU's default, ``WORKER_GROUPS``)."""
     config = studies.model_averaging_mc.Config(
         workers=(2,), bar_local_steps=(1,), map_local_steps=(1,), budget=300, budget_few=300,
-        runs=24, check_runs=8, success_loss=3.0, threads=1, merge_check=False)
+        runs=24, check_runs=8, success_loss=3.0, threads=1, merge_check=False,
+        unroll=1)  # compiles faster than the CPU's default for stepwise replays
     one = studies.model_averaging_mc.run(dataclasses.replace(config, launch_seeds=24))
     split = studies.model_averaging_mc.run(dataclasses.replace(config, launch_seeds=8))
     merged = studies.model_averaging_mc.run(dataclasses.replace(config, merge_check=True,
                                                                 unroll=3))
+    stepwise = dataclasses.replace(config, stepwise=True, worker_groups=((1, 2, 3),))
+    padded = studies.model_averaging_mc.run(stepwise)
+    plain = studies.model_averaging_mc.run(dataclasses.replace(config, stepwise=False))
+    assert studies.model_averaging_mc._pad_workers(stepwise, 2) == 3  # really padded
     assert one["runs"].tolist() == split["runs"].tolist() == merged["runs"].tolist() == [[24]]
     for key in ("success", "diverged", "valley", "check_at_budget", "check_at_double"):
         assert np.array_equal(one[key], split[key]), key
         assert np.array_equal(one[key], merged[key]), key
+        assert np.array_equal(one[key], padded[key]), key
+        assert np.array_equal(one[key], plain[key]), key
     assert 0 < one["success"][0, 0] < 24  # the threshold splits the runs
     assert 0 < one["valley"][0, 0] < 24  # so does the valley test (centre at the budget)
 

@@ -4,7 +4,10 @@ reuse a compilation."""
 
 from __future__ import annotations
 
+import threading
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._errors import ConfigError
@@ -31,6 +34,33 @@ _COMPILED = Programs(32)
 TRACE_COUNT = {"chunk": 0, "initial": 0}
 
 
+class _CompiledOnce:
+    """A jitted program whose first call for each input layout (shapes, dtypes) runs under
+    a lock: threads that replay cells of one program at once (a study's thread pool) wait
+    for one compilation instead of each compiling it (``jax.jit`` does not hold them
+    back). The lock covers that whole first call, its run included (``jax.jit`` compiles
+    and runs in one call), so a second thread may wait for one launch. Later calls with a
+    known layout go straight to the program."""
+
+    def __init__(self, program):
+        self.program = program
+        self._lock = threading.Lock()
+        self._layouts = set()
+
+    def __call__(self, *args):
+        layout = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", type(x))))
+                       for x in jax.tree.leaves(args))
+        if layout in self._layouts:
+            return self.program(*args)
+        with self._lock:
+            out = self.program(*args)
+            self._layouts.add(layout)
+            return out
+
+    def _cache_size(self) -> int:
+        return self.program._cache_size()
+
+
 def structure_key(rule: Rule):
     """What a compiled replay of ``rule`` depends on: its declared structure (name and
     static hyperparameters), or the rule object itself for a rule assembled by hand."""
@@ -52,14 +82,28 @@ def hyperparameter_values(rule: Rule, batch: int) -> dict:
     return {k: np.full(batch, v, np.float32) for k, v in rule.values.items()}
 
 
-def _initial_carry_batch(rule, problem, n_workers, init, devices):
-    key = (structure_key(rule), id(problem), n_workers, init, devices)
+#: the entry of the traced values that holds a run's number of workers on a padded
+#: worker axis (``replay(..., pad_workers=N)``)
+WORKERS = "__workers__"
+
+
+def _pop_workers(values: dict, padded: bool):
+    """``(values without the worker count, the count as int32 or None)``."""
+    values = dict(values)
+    count = values.pop(WORKERS, None)
+    return values, (count.astype(jnp.int32) if padded else None)
+
+
+def _initial_carry_batch(rule, problem, n_workers, init, devices, padded=False):
+    key = (structure_key(rule), id(problem), n_workers, init, padded, devices)
 
     def build():
         def initial(seed, values):
             TRACE_COUNT["initial"] += 1
+            values, count = _pop_workers(values, padded)
             k, worker_keys = seed_keys(seed, n_workers)
-            carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init)
+            carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init,
+                                   count)
             # a barrier: with a fixed start the centre is a constant, and XLA would
             # otherwise evaluate the whole initial record (a net on its evaluation
             # examples) while compiling, by constant folding, which takes minutes
@@ -67,7 +111,7 @@ def _initial_carry_batch(rule, problem, n_workers, init, devices):
             metrics = None if problem.evaluate is None else problem.evaluate(center)
             return carry, worker_keys, (problem.loss(center), metrics)
 
-        return _over_runs(jax.vmap(initial), devices, (True, True))
+        return _CompiledOnce(_over_runs(jax.vmap(initial), devices, (True, True)))
 
     return _INITIAL.get(key, build, keep=(rule, problem))
 
@@ -92,7 +136,7 @@ def event_unroll(unroll=None) -> int:
 
 
 def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1,
-                    devices=None):
+                    devices=None, stepwise=False, padded=False):
     """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
     traced hyperparameters reuse the compilation.
 
@@ -100,14 +144,17 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unrol
     (kept alive in the cache, so an identity is never reused while its entry exists;
     ``asynclab.problems.get_problem`` returns the same object for the same arguments).
     The traced hyperparameters are the function's last argument, one value per batch
-    element.
+    element. ``stepwise`` and ``padded``: see :func:`~asynclab.engine._events.
+    synchronous_event` (a padded replay's values hold each run's worker count under
+    :data:`WORKERS`).
     """
     devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
     traced = traced_noise(problem, noise)
     key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
-           n_workers, shared, unroll, devices)
+           n_workers, shared, unroll, stepwise, padded, devices)  # devices last
     return _COMPILED.get(key, lambda: _build_chunk(rule, problem, noise, traced, record_paths,
-                                                   n_workers, shared, unroll, devices),
+                                                   n_workers, shared, unroll, devices,
+                                                   stepwise, padded),
                          keep=(rule, problem))
 
 
@@ -118,18 +165,18 @@ def traced_noise(problem, noise) -> bool:
 
 
 def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, unroll,
-                 devices):
+                 devices, stepwise=False, padded=False):
     fixed = None if traced else stochastic_gradient(problem, noise)
 
     def event(carry, worker_keys, worker_id, active, index, values):
-        values = dict(values)
+        values, count = _pop_workers(values, padded)
         std = values.pop(NOISE_STD, None)
         gradient = stochastic_gradient(problem, std=std) if traced else fixed
         built = with_values(rule, values)
         if built.synchronous:
-            one = synchronous_event(built, gradient, n_workers)
-        else:
-            one = asynchronous_event(built, gradient)
+            one = synchronous_event(built, gradient, n_workers, stepwise, padded)
+            return one(carry, worker_keys, worker_id, active, index, count)
+        one = asynchronous_event(built, gradient)
         return one(carry, worker_keys, worker_id, active, index)
 
     runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll, shared)
@@ -138,4 +185,5 @@ def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, 
         TRACE_COUNT["chunk"] += 1
         return runner(carry, worker_keys, events, values)
 
-    return _over_runs(chunk, devices, (True, True, not shared, True), donate=(0,))
+    return _CompiledOnce(_over_runs(chunk, devices, (True, True, not shared, True),
+                                    donate=(0,)))

@@ -186,8 +186,16 @@ def _broadcast(tree, n: int):
     return jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), tree)
 
 
-def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: str = "start"):
-    """``(server, workers)`` at the start of a run; workers stacked on a leading axis."""
+def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: str = "start",
+                  count=None):
+    """``(server, workers)`` at the start of a run; workers stacked on a leading axis.
+
+    ``count``: the run's number of workers where ``n_workers`` is a padded worker axis
+    (a traced integer; None: all ``n_workers``). Per-worker starts are drawn for the
+    whole axis, of which the first ``count`` rows are the run's own (a draw of shape
+    ``(n, d)`` is the first rows of one of shape ``(N, d)``), and the centre is their
+    mean (the padding's rows replaced by zeros in the sum: the same bits).
+    """
     if init == "start":
         center = problem.initial_params()
         starts = _broadcast(center, n_workers)
@@ -196,7 +204,15 @@ def initial_state(rule: Rule, problem: Problem, init_key, n_workers: int, init: 
         starts = _broadcast(center, n_workers)
     else:  # random_per_worker
         starts = problem.initial_params(init_key, n_workers)
-        center = jax.tree.map(lambda x: jnp.mean(x, axis=0), starts)
+        if count is None:
+            center = jax.tree.map(lambda x: jnp.mean(x, axis=0), starts)
+        else:
+            def mean(x):
+                real = (jnp.arange(n_workers) < count).reshape((-1,) + (1,) * (x.ndim - 1))
+                total = jnp.sum(jnp.where(real, x, jnp.zeros_like(x)), axis=0)
+                return total / jnp.asarray(count, total.dtype)
+
+            center = jax.tree.map(mean, starts)
     server = rule.init_server(center)
     workers = jax.vmap(rule.init_worker, in_axes=(0, None))(starts, server)
     return server, workers

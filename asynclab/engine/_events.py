@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from ..problems import Problem
 from ..rules import AXIS, Rule
+from ..rules.parts import padded_workers
 from ._core import (
     all_finite,
     initial_state,
@@ -107,25 +108,63 @@ def asynchronous_event(rule, gradient):
     return event
 
 
-def synchronous_event(rule, gradient, n_workers):
-    """One round: every worker's local work, then the collective synchronisation."""
+def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
+                      padded: bool = False):
+    """One round: every worker's local work, then the collective synchronisation.
+
+    ``stepwise``: the event is one local step of every worker (``rule`` does one step per
+    round), and the synchronisation happens only where the event's ``worker_id`` is
+    positive: the last step of a round of the original rule (see
+    ``asynclab.engine.replay(..., stepwise=True)``). ``padded``: ``n_workers`` is a padded
+    worker axis; the event's ``count`` says how many of its workers are real, and the
+    exchange averages over those (:func:`asynclab.rules.parts.padded_workers`).
+    """
     ids = jnp.arange(n_workers, dtype=jnp.int32)
 
-    def one_worker(server, worker, key, worker_id):
-        worker = rule.local(worker, gradient, key, worker_id)
-        server, worker_after, _ = rule.exchange(server, worker)
-        return server, worker_after, worker.params
+    def exchange(server, worker, worker_id, count):
+        if not padded:
+            return rule.exchange(server, worker)
+        with padded_workers(worker_id < count, count):
+            return rule.exchange(server, worker)
 
-    all_workers = jax.vmap(one_worker, in_axes=(None, 0, 0, 0), out_axes=(None, 0, 0),
-                           axis_name=AXIS)
+    if not stepwise:
+        def one_worker(server, worker, key, worker_id, count):
+            worker = rule.local(worker, gradient, key, worker_id)
+            server, worker_after, _ = exchange(server, worker, worker_id, count)
+            return server, worker_after, worker.params
 
-    def event(carry: Carry, worker_keys, worker_id, active, index):
-        del worker_id
-        server, workers, local_params = all_workers(carry.server, carry.workers, worker_keys, ids)
-        carry, stop = _stepped(carry, server, workers, active, index)
-        return carry, stop, local_params
+        all_workers = jax.vmap(one_worker, in_axes=(None, 0, 0, 0, None),
+                               out_axes=(None, 0, 0), axis_name=AXIS)
 
-    return event
+        def event(carry: Carry, worker_keys, worker_id, active, index, count=None):
+            del worker_id
+            server, workers, local_params = all_workers(carry.server, carry.workers,
+                                                        worker_keys, ids, count)
+            carry, stop = _stepped(carry, server, workers, active, index)
+            return carry, stop, local_params
+
+        return event
+
+    local_all = jax.vmap(lambda worker, key, i: rule.local(worker, gradient, key, i))
+
+    def exchange_one(server, worker, worker_id, count):
+        server, worker_after, _ = exchange(server, worker, worker_id, count)
+        return server, worker_after
+
+    exchange_all = jax.vmap(exchange_one, in_axes=(None, 0, 0, None), out_axes=(None, 0),
+                            axis_name=AXIS)
+
+    def stepped(carry: Carry, worker_keys, worker_id, active, index, count=None):
+        workers = local_all(carry.workers, worker_keys, ids)
+        # between synchronisations a worker keeps the centre it last pulled (its local
+        # work may hand its starting point to the exchange, which stores what it keeps)
+        server, after = jax.lax.cond(
+            worker_id > 0, lambda: exchange_all(carry.server, workers, ids, count),
+            lambda: (carry.server, workers._replace(pulled_center=carry.workers.pulled_center)))
+        carry, stop = _stepped(carry, server, after, active, index)
+        return carry, stop, workers.params
+
+    return stepped
 
 
 def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1,
@@ -178,7 +217,8 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     return chunk
 
 
-def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str) -> Carry:
-    server, workers = initial_state(rule, problem, key, n_workers, init)
+def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
+                   count=None) -> Carry:
+    server, workers = initial_state(rule, problem, key, n_workers, init, count)
     return Carry(server, workers, jnp.asarray(-1, jnp.int32), jnp.asarray(False),
                  server.center)

@@ -27,6 +27,7 @@ from ..problems import Problem
 from ..rules import Rule
 from ._compiled import (
     NOISE_STD,
+    WORKERS,
     _compiled_chunk,
     _initial_carry_batch,
     event_unroll,
@@ -42,7 +43,7 @@ from ._core import (
     run_config,
 )
 from ._events import reported_center
-from ._layout import _host, _put, replay_devices
+from ._layout import _host, _put, _spans_processes, replay_devices
 from ._result import Result
 
 
@@ -104,9 +105,51 @@ class _Plan(NamedTuple):
     blocks_per_chunk: int
     n_chunks: int
     events: tuple
+    #: local steps per compiled event when replayed step by step (``stepwise``), else 0
+    stepwise: int = 0
+    #: the padded worker axis (``pad_workers``), or None
+    pad_workers: int | None = None
+
+    @property
+    def axis_workers(self) -> int:
+        """The length of the compiled replay's worker axis."""
+        return self.n_workers if self.pad_workers is None else self.pad_workers
 
 
-def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _Plan:
+#: the rules :func:`replay` can replay step by step (``stepwise=True``): synchronous,
+#: with plain local work (one optimizer step after another, nothing skipped) and an
+#: exchange that reads only the workers' parameters and states after their λ steps
+STEPWISE_RULES = ("model_averaging",)
+
+
+def stepwise_rule(rule):
+    """``rule`` with one local step per round: the rule a step-by-step replay runs (the
+    same compiled program for every λ)."""
+    from ..rules import RULES
+
+    if not rule.synchronous or rule.structure is None or rule.structure[0] not in \
+            STEPWISE_RULES:
+        raise ConfigError(f"stepwise replays only {', '.join(STEPWISE_RULES)}, got "
+                          f"{rule.name}")
+    name, static, absent = rule.structure
+    static = tuple((k, 1 if k == "local_steps" else v) for k, v in static)
+    return RULES[name].rebuild(static, dict(rule.values), absent)
+
+
+def _check_pad(rule, pad_workers, n_workers):
+    if pad_workers is None:
+        return None
+    pad = _validate.count(pad_workers, "pad_workers")
+    if not rule.synchronous:
+        raise ConfigError(f"pad_workers pads a synchronous rule's worker axis; {rule.name} "
+                          "is asynchronous")
+    if pad < n_workers:
+        raise ConfigError(f"pad_workers={pad} is fewer than the trace's {n_workers} workers")
+    return pad
+
+
+def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths,
+          stepwise=False, pad_workers=None) -> _Plan:
     check_init(rule, init)
     if isinstance(traces, Trace | RoundTrace):
         traces = [traces]
@@ -126,20 +169,32 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths) -> _
         raise ConfigError(f"record_paths needs one parameter vector; {problem.name} has a "
                           "pytree of parameters")
 
-    # Lay the events out as (chunks, blocks, k), padding with inactive events.
+    # Lay the events out as (chunks, blocks, k), padding with inactive events. Step by
+    # step, every round is λ events (local steps), the last of which synchronises: its
+    # ``worker`` entry is 1 (a synchronous event's worker is otherwise unused).
+    lam = rule.local_steps if stepwise else 1
+    if stepwise:
+        stepwise_rule(rule)  # refuses a rule that cannot be replayed step by step
+    pad_workers = _check_pad(rule, pad_workers, n_workers)
     n_blocks = math.ceil(n_events / record_every)
     blocks_per_chunk = max(1, math.ceil(n_blocks / 20))
     n_chunks = math.ceil(n_blocks / blocks_per_chunk)
-    padded = n_chunks * blocks_per_chunk * record_every
-    shape = (len(traces), n_chunks, blocks_per_chunk, record_every)
+    padded = n_chunks * blocks_per_chunk * record_every * lam
+    shape = (len(traces), n_chunks, blocks_per_chunk, record_every * lam)
     ev_worker = np.zeros((len(traces), padded), np.int32)
-    ev_worker[:, :n_events] = np.maximum(worker, 0)
     ev_active = np.zeros((len(traces), padded), bool)
-    ev_active[:, :n_events] = staleness >= 0
+    if stepwise:
+        ends = (np.arange(n_events * lam) % lam) == lam - 1
+        ev_worker[:, :n_events * lam] = ends
+        ev_active[:, :n_events * lam] = np.repeat(staleness >= 0, lam, axis=1)
+    else:
+        ev_worker[:, :n_events] = np.maximum(worker, 0)
+        ev_active[:, :n_events] = staleness >= 0
     ev_index = np.broadcast_to(np.arange(padded, dtype=np.int32), (len(traces), padded))
     events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
     return _Plan(time, worker, staleness, n_workers, n_events, record_every, bool(record_paths),
-                 n_blocks, blocks_per_chunk, n_chunks, events)
+                 n_blocks, blocks_per_chunk, n_chunks, events, lam if stepwise else 0,
+                 pad_workers)
 
 
 class _Replayed(NamedTuple):
@@ -184,16 +239,39 @@ class _Partial:
         self.bar.update(int(round(n * self.fraction)))
 
 
+#: a padded replay draws its initial states on a worker axis of a multiple of this many
+#: workers and keeps the first rows (the same numbers): padded replays of up to this many
+#: workers share one compiled initial state
+INITIAL_AXIS = 16
+
+
+def _initial_axis(axis: int, devices) -> int:
+    if _spans_processes(devices):  # a global array: no slicing on the host's side
+        return axis
+    return INITIAL_AXIS * math.ceil(axis / INITIAL_AXIS)
+
+
 def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,
                    unroll, devices):
     n_workers, shared = plan.n_workers, plan.time.shape[0] == 1
+    axis, padded = plan.axis_workers, plan.pad_workers is not None
     batch = len(seeds)
-    run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, n_workers,
-                                shared, event_unroll(unroll), devices)
+    lam = max(plan.stepwise, 1)  # compiled events per event of the plan's traces
+    if plan.stepwise:
+        rule = stepwise_rule(rule)
+    run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, axis,
+                                shared, event_unroll(unroll), devices, bool(plan.stepwise),
+                                padded)
+    if padded:
+        values = {**values, WORKERS: np.full(batch, n_workers, np.float32)}
     values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
+    drawn = _initial_axis(axis, devices) if padded else axis
     carry, worker_keys, (first_loss, first_metrics) = _initial_carry_batch(
-        rule, problem, n_workers, init, devices)(_put(np.asarray(seeds, np.uint32), devices),
-                                                 values)
+        rule, problem, drawn, init, devices, padded)(
+            _put(np.asarray(seeds, np.uint32), devices), values)
+    if drawn > axis:  # the first rows of a longer draw are the draw (worker keys, starts)
+        carry = carry._replace(workers=jax.tree.map(lambda x: x[:, :axis], carry.workers))
+        worker_keys = worker_keys[:, :axis]
     first_loss = _host(first_loss)
     first_metrics = _host(first_metrics)
     first_center = _host(carry.center) if plan.record_paths else None
@@ -203,7 +281,7 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
                                                   devices)}
 
     losses, centers, paths, metrics = [], [], [], []
-    step = plan.blocks_per_chunk * plan.record_every
+    step = plan.blocks_per_chunk * plan.record_every  # the plan's events per chunk
     done_compiling = (note(bar, "compiling…")
                       if getattr(run_chunk, "_cache_size", lambda: 1)() == 0 else None)
     for c in range(plan.n_chunks):
@@ -231,7 +309,7 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
                 centers.append(np.full((batch, remaining * plan.blocks_per_chunk,
                                         problem.dim), np.nan))
                 tail = paths[-1].shape[3:]
-                filler = (batch, remaining * step) + tail
+                filler = (batch, remaining * step * lam) + tail
                 paths.append(np.full(filler, np.nan))
             bar.update(batch * (plan.n_events - min(step * (c + 1), plan.n_events)))
             break
@@ -243,9 +321,13 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         center_path = np.concatenate(
             [first_center[:, None]] + [c.reshape(batch, -1, problem.dim) for c in centers],
             axis=1)[:, : plan.n_blocks + 1]
-        tail = (n_workers, problem.dim) if rule.synchronous else (problem.dim,)
+        tail = (axis, problem.dim) if rule.synchronous else (problem.dim,)
+        # step by step, a round's local parameters are those after its last step
         worker_path = np.concatenate(
-            [p.reshape((batch, -1) + tail) for p in paths], axis=1)[:, :plan.n_events]
+            [p.reshape((batch, -1) + tail) for p in paths], axis=1)[:, lam - 1::lam]
+        worker_path = worker_path[:, :plan.n_events]
+        if padded:
+            worker_path = worker_path[:, :, :n_workers]
     recorded = None
     if first_metrics is not None:
         recorded = {
@@ -255,8 +337,10 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
             for k, first in first_metrics.items()
         }
     final = _host(reported_center(carry))
-    return _Replayed(loss, final, _host(carry.diverged_at), center_path, worker_path,
-                     recorded)
+    diverged_at = _host(carry.diverged_at)
+    if lam > 1:  # the step at which a run diverged -> its round
+        diverged_at = np.where(diverged_at >= 0, diverged_at // lam, diverged_at)
+    return _Replayed(loss, final, diverged_at, center_path, worker_path, recorded)
 
 
 def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
@@ -291,6 +375,8 @@ def replay(
     config: dict | None = None,
     unroll: int | None = None,
     devices=None,
+    stepwise: bool = False,
+    pad_workers: int | None = None,
 ) -> Result:
     """Replay one trace (or one per seed) with ``rule`` on ``problem`` for every seed.
 
@@ -320,6 +406,21 @@ def replay(
         default backend: this process's, or every process's after
         ``asynclab.backends.initialize``), a count (the first k) or a list of
         ``jax.Device``. A seed's numbers do not depend on it (on a CPU, to the bit).
+      stepwise: replay a synchronous rule (for now model averaging) one local step per
+        compiled event, the synchronisation applied at the last step of every round:
+        every λ then shares one compiled program, which a study of several λ compiles
+        once. The same result (records, centres, ``diverged_at`` in rounds) to float
+        rounding: for λ = 1 the same bits on a CPU, for λ > 1 not (the λ-step loop is
+        unrolled by 4, which XLA rounds differently in the last bits; ``docs/design.md``).
+        A CPU runs a round of λ steps about as fast either way; an accelerator, which
+        pays per event, runs it λ times slower.
+      pad_workers: replay a synchronous rule on a worker axis of this many workers
+        (at least the trace's n), of which the first n are the run's: the
+        synchronisation averages over those (:func:`asynclab.rules.parts.worker_mean`),
+        and the random starts of ``init="random_per_worker"`` are the first n rows of
+        the padded draw, which are the n-worker draw. Runs of different n then share one
+        compiled program, at the cost of the padding's work. The same result (on a CPU
+        the same bits, ``tests/test_engine.py``).
 
     Returns:
       A :class:`Result`.
@@ -329,7 +430,8 @@ def replay(
     devices = replay_devices(devices)
     seeds = _check_seeds(seeds)
     check_options(rule, init, record_every)
-    plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths)
+    plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths,
+                 bool(stepwise), pad_workers)
     rows = np.arange(len(seeds)) if plan.time.shape[0] > 1 else np.zeros(len(seeds), int)
     bar = progress_bar(total=plan.n_events * len(seeds), progress=progress,
                        desc=f"{rule.name} x{len(seeds)}", unit="event", leave=False,

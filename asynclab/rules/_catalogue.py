@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from .._errors import ConfigError
-from ._base import AXIS, Rule
+from ._base import Rule
 from ._declaration import declare
 from .parts import (
     INNER_OPTIMIZERS,
@@ -53,6 +53,7 @@ from .parts import (
     start_at_center,
     synchronous,
     traced,
+    worker_count,
     worker_optimizer,
     worker_sgd,
 )
@@ -440,10 +441,11 @@ def easgd(learning_rate: float, local_steps: int = 1, elasticity: float = 1.0,
 
 
 def _elastic_sync(alpha):
-    """β = nα depends on n, known only under the named axis: read it from psum(1)."""
+    """β = nα depends on n, known only under the named axis: read it from psum(1)
+    (:func:`~asynclab.rules.parts.worker_count`)."""
 
     def aggregate(server, worker):
-        n = jax.lax.psum(1, AXIS)
+        n = worker_count()
         return elastic_average(alpha * n)(server, worker)
 
     return aggregate

@@ -28,6 +28,23 @@ separate check replay, so the same counts; it costs the doubled budget on every 
 CPU pays for that) but takes a third fewer sequential steps than two replays, which is
 what a launch-bound accelerator waits on.
 
+Compilations (``stepwise`` and ``worker_groups``, on a CPU by default): each cell is
+replayed one local step per compiled event, the averaging applied at the last step of
+every round, so the four λ of one n share one compiled program; and the n of one of
+``WORKER_GROUPS`` run on a worker axis padded to the group's largest n, the averaging over
+the real workers only, so they share one program too. The figure then compiles 6 chunk
+programs and one initial state instead of 40 of each (a check and a bar of one cell share
+theirs through equal launches). Replayed this way, a bar cell's check runs (its first
+``check_runs`` seeds over twice the budget) also serve as the bar's first runs, read at
+the budget as with ``merge_check``, and the bar replays only the other seeds; every cell
+then records the centre's x (one problem, so one program).
+
+Padding changes no bit; neither does the stepwise replay for λ = 1, while for λ > 1 its
+numbers differ from the λ-step replay's in the last bits (that loop is unrolled by 4,
+which XLA rounds differently; ``docs/design.md``). The full figure's counts (successes,
+overflows, valley runs, the checks) came out the same as with the λ-step replay, on the
+2-core CPU of ``benchmarks/README.md``.
+
 Budget: in local steps per worker (λ · rounds), the same for every λ. It is larger for
 few workers, whose slowest runs creep along the line x ≈ 0⁺ for a long time. Convergence
 check: the doubled budget is replayed on the first ``check_runs`` seeds, recording the
@@ -79,9 +96,20 @@ class Config:
       merge_check: replay a bar cell's runs over twice the budget in one launch and read
         the convergence check from its first ``check_runs`` seeds (None: on an
         accelerator). The counts do not depend on it.
-      unroll: events per iteration of the replay's compiled loop (None: 1 on a CPU,
-        where unrolling gains nothing; 8 on an accelerator, where every iteration costs
-        kernel launches). The same arithmetic per event (on a CPU the same bits).
+      unroll: events per iteration of the replay's compiled loop (None: on a CPU 4
+        replaying step by step, ``STEPWISE_CPU_UNROLL``, else 1, where unrolling gains
+        nothing; 8 on an accelerator, where every iteration costs kernel launches). The
+        same arithmetic per event (on a CPU the same bits).
+      stepwise: replay one local step per compiled event, averaging at the end of every
+        round (``asynclab.replay(..., stepwise=True)``), so that the four λ of one n
+        share one compiled program (None: on a CPU, where a step costs about as much
+        either way; an accelerator pays per event). See "Compilations" above for what it
+        changes in the numbers.
+      worker_groups: numbers of workers replayed on one padded worker axis, the
+        group's largest n (``asynclab.replay(..., pad_workers=N)``), so that they share
+        one compiled program; n in no group is not padded (None: ``WORKER_GROUPS`` when
+        replaying step by step, else none). The numbers do not depend on it (on a CPU,
+        to the bit).
     """
 
     workers: tuple[int, ...] = tuple(range(1, 11))
@@ -99,6 +127,8 @@ class Config:
     launch_seeds: int | None = None
     merge_check: bool | None = None
     unroll: int | None = None
+    stepwise: bool | None = None
+    worker_groups: tuple[tuple[int, ...], ...] | None = None
 
     @classmethod
     def quick(cls) -> Config:
@@ -135,7 +165,32 @@ def replay_cell(config, problem, n, lam, steps, seeds, records):
     return replay(rule, problem, trace, seeds=seeds, init="random_per_worker",
                   noise=config.noise, record_paths=False, record_every=rounds // records,
                   progress=False,  # cells run several at a time: one bar for the study
-                  unroll=_unroll(config))
+                  unroll=_unroll(config), stepwise=_stepwise(config),
+                  pad_workers=_pad_workers(config, n))
+
+
+#: the numbers of workers that share a padded worker axis when the study replays step by
+#: step, each group one compiled program (n ≤ 3 and n > 3 have different budgets, so
+#: different programs anyway); every padded replay shares one compiled initial state
+#: (``asynclab.engine._replay.INITIAL_AXIS``). Padding costs the padded workers' steps:
+#: 8 % more worker-steps for the whole figure with these groups.
+WORKER_GROUPS = ((1,), (2,), (3,), (4, 5), (6, 7), (8, 9, 10))
+
+
+def _stepwise(config) -> bool:
+    if config.stepwise is not None:
+        return bool(config.stepwise)
+    return jax.default_backend() == "cpu"
+
+
+def _pad_workers(config, n: int) -> int | None:
+    groups = config.worker_groups
+    if groups is None:
+        groups = WORKER_GROUPS if _stepwise(config) else ()
+    for group in groups:
+        if n in group:  # padded even to n itself: one initial program for all
+            return max(group)
+    return None
 
 
 class _Runs(NamedTuple):
@@ -191,11 +246,19 @@ def _threads(config, cells: int) -> int:
 def _unroll(config) -> int:
     if config.unroll is not None:
         return int(config.unroll)
-    return 1 if jax.default_backend() == "cpu" else ACCELERATOR_UNROLL
+    if jax.default_backend() != "cpu":
+        return ACCELERATOR_UNROLL
+    return STEPWISE_CPU_UNROLL if _stepwise(config) else 1
 
 
 #: events per loop iteration on an accelerator (``benchmarks/replay.py``, row (h))
 ACCELERATOR_UNROLL = 8
+
+#: events per loop iteration on a CPU replaying step by step, where an event is one local
+#: step: 4 ran the cells 15 % faster than 1, with the same bits (n = 10 with λ = 1 and
+#: 100, n = 2 with λ = 1000; 500 seeds × 8,000 steps); a round-at-a-time event gains
+#: nothing from it (row (h))
+STEPWISE_CPU_UNROLL = 4
 
 
 def _merge_check(config) -> bool:
@@ -219,9 +282,22 @@ def _replay_cell(config, problem, lam, n) -> _Cell:
         diverged = (both.diverged_at >= 0) & (both.diverged_at < steps // lam)
         return _Cell(both.loss[:config.check_runs, 1:] < config.success_loss, final,
                      diverged, np.isfinite(final) & (both.x[:, 1] < 0))
+    if _stepwise(config):  # every cell's launches share one program: one problem
+        problem = _beale_recording_x()
     # twice the budget on the first check_runs seeds, loss recorded at 1× and 2×
     check = _replay_seeds(config, problem, n, lam, 2 * steps, range(config.check_runs), 2)
     check_ok = check.loss[:, 1:] < config.success_loss
+    if has_bar and _stepwise(config):
+        # the check's runs are the bar's first, read at the budget as merge_check reads
+        # them; the bar replays only the others (same launches, same program)
+        rest = _replay_seeds(config, problem, n, lam, steps,
+                             range(config.check_runs, config.runs), 1)
+        final = np.concatenate([check.loss[:, 1], rest.loss[:, 1]])
+        diverged = np.concatenate([(check.diverged_at >= 0)
+                                   & (check.diverged_at < steps // lam),
+                                   rest.diverged_at >= 0])
+        x = np.concatenate([check.x[:, 1], rest.x[:, 1]])
+        return _Cell(check_ok, final, diverged, np.isfinite(final) & (x < 0))
     if not has_bar:
         final = check.loss[:, 1]
         return _Cell(check_ok, final, ~np.isfinite(final), None)

@@ -36,10 +36,13 @@ from ._exchange import elastic_pull as elastic_pull
 from ._exchange import gap_scaled as gap_scaled
 from ._exchange import keep_params as keep_params
 from ._exchange import normalised_step as normalised_step
+from ._exchange import padded_workers as padded_workers
 from ._exchange import parameters as parameters
 from ._exchange import replace as replace
 from ._exchange import reset_to_center as reset_to_center
 from ._exchange import staleness_scaled as staleness_scaled
+from ._exchange import worker_count as worker_count
+from ._exchange import worker_mean as worker_mean
 from ._local import ActiveSteps as ActiveSteps
 from ._local import StopTest as StopTest
 from ._local import group_local_work as group_local_work
@@ -60,8 +63,9 @@ __all__ = [
     "check_count", "check_flag", "check_fraction", "check_momentum", "check_nonnegative",
     "check_positive", "delay_compensated", "distance_scaled", "elastic_average",
     "elastic_center", "elastic_pull", "exchange_of", "gap_scaled", "group_local_work",
-    "keep_params", "local_work", "normalised_step", "outer_optimizer", "parameters",
+    "keep_params", "local_work", "normalised_step", "outer_optimizer", "padded_workers",
+    "parameters",
     "remember_pull", "replace", "reset_to_center", "server_momentum", "staleness_scaled",
     "start_at_center", "start_at_own", "synchronize_of", "synchronous", "traced",
-    "worker_optimizer", "worker_sgd"
+    "worker_count", "worker_mean", "worker_optimizer", "worker_sgd"
 ]

@@ -3,6 +3,8 @@ commits are aggregated, and what a worker pulls."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -152,17 +154,58 @@ def elastic_center(alpha: float):
     return apply
 
 
+#: ``(this worker is real, number of real workers)`` while an executor traces a
+#: synchronous exchange on a padded worker axis (:func:`padded_workers`), else None
+_PADDING: contextvars.ContextVar = contextvars.ContextVar("asynclab_padding", default=None)
+
+
+@contextlib.contextmanager
+def padded_workers(real, count):
+    """Trace the exchanges inside on a worker axis padded beyond the run's ``count``
+    workers: ``real`` says whether this worker is one of them (a boolean under the named
+    axis). :func:`worker_mean` and :func:`worker_count` then cover the real workers only,
+    so a replay of n workers on a padded axis (``asynclab.replay(..., pad_workers=N)``)
+    computes the numbers of n workers."""
+    token = _PADDING.set((real, count))
+    try:
+        yield
+    finally:
+        _PADDING.reset(token)
+
+
+def worker_mean(tree):
+    """mean_k of every leaf over the named worker axis (``pmean``); on a padded axis the
+    sum of the real workers' values (the padding's replaced by zeros, which adds nothing:
+    the same bits on a CPU, where XLA sums the axis in order) divided by their number."""
+    padding = _PADDING.get()
+    if padding is None:
+        return jax.lax.pmean(tree, AXIS)
+    real, count = padding
+
+    def leaf(x):
+        total = jax.lax.psum(jnp.where(real, x, jnp.zeros_like(x)), AXIS)
+        return total / jnp.asarray(count, total.dtype)
+
+    return jax.tree.map(leaf, tree)
+
+
+def worker_count():
+    """n, the number of workers under the named axis (the real ones on a padded axis)."""
+    padding = _PADDING.get()
+    return jax.lax.psum(1, AXIS) if padding is None else padding[1]
+
+
 def average_params(server: ServerState, worker: WorkerState):
     """θ̃ ← mean_k θᵏ, an all-reduce over the named worker axis."""
     del server
-    return jax.lax.pmean(worker.params, AXIS), jnp.float32(_ONE)
+    return worker_mean(worker.params), jnp.float32(_ONE)
 
 
 def elastic_average(beta: float):
     """Synchronous EASGD: θ̃ ← θ̃ + α Σ_k (θᵏ − θ̃) = (1 − β) θ̃ + β mean_k θᵏ, β = nα."""
 
     def aggregate(server: ServerState, worker: WorkerState):
-        diff = jax.lax.pmean(jax.tree.map(jnp.subtract, worker.params, server.center), AXIS)
+        diff = worker_mean(jax.tree.map(jnp.subtract, worker.params, server.center))
         return _scaled_add(server.center, diff, beta), jnp.asarray(beta, jnp.float32)
 
     return aggregate
