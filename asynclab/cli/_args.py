@@ -161,9 +161,22 @@ def _problems_with(option: str) -> list[str]:
             if option in inspect.signature(factory).parameters]
 
 
+def add_compute_arguments(p: argparse.ArgumentParser) -> None:
+    """``--compute``, ``--compute-mean`` and ``--compute-shape``: a step's compute time."""
+    from .._names import DISTRIBUTIONS
+
+    p.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
+                   help=f"compute time per local step: {', '.join(DISTRIBUTIONS)} "
+                   "(default: exponential)")
+    p.add_argument("--compute-mean", type=_positive, default=None,
+                   help="mean seconds per local step (default: 1.0)")
+    p.add_argument("--compute-shape", type=_positive, default=None,
+                   help="lognormal σ or gamma shape k (default: 1.0)")
+
+
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Problem, rule, cluster, budget, seeds and start: what `run` and `sweep` share."""
-    from .._names import DISTRIBUTIONS, INITS, PROBLEMS
+    from .._names import INITS, PROBLEMS
 
     p.add_argument("--problem", default="beale",
                    help=f"problem: {', '.join(PROBLEMS)}")
@@ -183,13 +196,7 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"η (default: the problem's own: {_default_rates()})")
     p.add_argument("--noise", type=_finite, default=0.0,
                    help="σ², variance of the additive Gaussian gradient noise")
-    p.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
-                   help=f"compute time per local step: {', '.join(DISTRIBUTIONS)} "
-                   "(default: exponential)")
-    p.add_argument("--compute-mean", type=_positive, default=None,
-                   help="mean seconds per local step (default: 1.0)")
-    p.add_argument("--compute-shape", type=_positive, default=None,
-                   help="lognormal σ or gamma shape k (default: 1.0)")
+    add_compute_arguments(p)
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--commits", type=_count(1), default=None,
                         help="budget in commits, rounds for synchronous rules (default: 1000)")

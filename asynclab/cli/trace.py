@@ -146,8 +146,7 @@ def _straggler(text: str):
 
 def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     """The simulated cluster of ``trace show`` / ``trace export``."""
-    from .._names import DISTRIBUTIONS
-    from ._args import _count, _finite, _positive
+    from ._args import _count, _finite, _positive, add_compute_arguments
 
     q.add_argument("--rule", default="downpour",
                    help="update rule whose schedule is simulated: asynchronous commits or "
@@ -159,13 +158,7 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
                    help="number of workers n (default: 4; a --trace-log's own)")
     q.add_argument("--local-steps", type=_count(1), default=None,
                    help="λ, local steps per exchange (default: the rule's)")
-    q.add_argument("--compute", default=None, choices=DISTRIBUTIONS, metavar="DISTRIBUTION",
-                   help=f"compute time per local step: {', '.join(DISTRIBUTIONS)} "
-                   "(default: exponential)")
-    q.add_argument("--compute-mean", type=_positive, default=None,
-                   help="mean seconds per local step (default: 1.0)")
-    q.add_argument("--compute-shape", type=_positive, default=None,
-                   help="lognormal σ or gamma shape k (default: 1.0)")
+    add_compute_arguments(q)
     q.add_argument("--transfer-time", type=_finite, default=0.0, metavar="SECONDS",
                    help="seconds every message spends on the link (commit up, reply down)")
     q.add_argument("--server-time", type=_finite, default=0.0, metavar="SECONDS",
