@@ -184,6 +184,7 @@ def test_the_help_imports_no_simulator_optimizer_or_drawing():
     assert out == "[] []", out
 
 
+@pytest.mark.slow  # several seconds; the quick tier keeps its 5-minute budget
 def test_a_long_run_reports_progress_lines_on_stderr_with_json(capsys, monkeypatch):
     # stderr is a pipe here, not a terminal: lines (no in-place redraws), every
     # ASYNCLAB_PROGRESS_SECONDS, while stdout holds the JSON alone

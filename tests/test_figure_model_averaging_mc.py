@@ -72,6 +72,7 @@ def test_model_averaging_mc_committed_data():
 
 
 
+@pytest.mark.slow  # several seconds; the quick tier keeps its 5-minute budget
 def test_launch_layout_does_not_change_the_runs():
     """Seeds replayed in launches of 8 give the counts of one launch of all 24; so does
     one replay over twice the budget that serves the bar and the check at once (the bar

@@ -121,6 +121,7 @@ def test_cli_json_carries_final_accuracy_per_seed(capsys):
     assert "success" not in out and "final_params" not in out
 
 
+@pytest.mark.slow  # several seconds; the quick tier keeps its 5-minute budget
 def test_a_sweep_point_of_a_net_is_the_run_with_that_value():
     options = {"model": "mlp:16", "batch_size": 8}
     swept = asynclab.sweep("digits", "agn", grid={"learning_rate": [0.02, 0.05]}, workers=2,
@@ -133,6 +134,7 @@ def test_a_sweep_point_of_a_net_is_the_run_with_that_value():
     np.testing.assert_array_equal(swept.metrics["accuracy"][1], one.metrics["accuracy"])
 
 
+@pytest.mark.slow  # several seconds; the quick tier keeps its 5-minute budget
 def test_a_net_run_without_a_learning_rate_takes_the_problems_and_learns():
     # digits declares η = 0.03: with it 300 commits of 4 workers pass 80 % validation
     # accuracy, where Beale's 1e-3 (the old default for every problem) stays far below

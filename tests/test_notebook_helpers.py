@@ -83,6 +83,7 @@ def _wilson(k, m, z=1.959964):
     return centre - half, centre + half
 
 
+@pytest.mark.slow  # several seconds; the quick tier keeps its 5-minute budget
 def test_accumulated_counts_are_the_cells_runs_in_batches_with_wilson_intervals():
     config = Config(workers=(2,), bar_local_steps=(10,), runs=12, budget=300, budget_few=300,
                     noise=10.0, learning_rate=1e-2, success_loss=3.0)

@@ -87,6 +87,7 @@ def test_stragglers_are_the_workers_far_below_the_median_commit_count():
                               worker=[[0, 1, 2, 3] * 2 + [0, 1]], config={"workers": 4})) == []
 
 
+@pytest.mark.slow  # several seconds; the quick tier keeps its 5-minute budget
 def test_plot_run_of_a_net_shows_accuracy_stragglers_and_divergence(tmp_path):
     problem = get_problem("digits", workers=4, model="mlp:16")
     slow = Cluster(4, time_scale=(1, 1, 1, 8))
