@@ -16,6 +16,10 @@ DISTRIBUTIONS: tuple[str, ...] = ("constant", "exponential", "lognormal", "gamma
 #: Initialisations of a run (``asynclab.engine.INITS``).
 INITS = ("start", "random", "random_per_worker")
 
+#: What becomes of the work that misses a semi-synchronous round
+#: (``asynclab.cluster.SemiSync.late``).
+LATE = ("discard", "stale")
+
 #: Figures, in the order they are built (``asynclab.figures.FIGURES``).
 FIGURES = ("staleness", "straggler", "implicit_momentum", "momentum_tuning",
            "model_averaging_paths", "model_averaging_mc", "easgd", "agn", "real_cluster",

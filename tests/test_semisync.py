@@ -7,6 +7,7 @@ masked rounds; K = n against the plain synchronous run, bit for bit.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -203,6 +204,26 @@ def test_run_takes_semisync_and_records_it():
     assert result.config["semisync"]["quorum"] == 3
     assert result.config["semisync"]["late"] == "stale"
     assert np.isfinite(result.final_loss).all()
+
+
+def test_command_line_runs_the_same_rounds_as_python(capsys):
+    from asynclab.cli import main
+
+    code = main(["run", "--rule", "synchronous_sgd", "--workers", "4", "--quorum", "3",
+                 "--late", "stale", "--commits", "20", "--noise", "1", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    want = asynclab.run("beale", "synchronous_sgd", workers=4, commits=20, noise=1.0,
+                        semisync=SemiSync(quorum=3, late="stale"))
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    for argv, message in ((["--min-count", "2"], "--min-count"),
+                          (["--quorum", "5"], "SemiSync.quorum"),
+                          (["--window", "1", "--deadline", "0.5"], "SemiSync.deadline"),
+                          (["--quorum", "2", "--backend", "threads"], "--quorum")):
+        code = main(["run", "--rule", "model_averaging", "--workers", "4", "--commits", "5",
+                     *argv])
+        assert code == 2
+        assert message in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------- refusals

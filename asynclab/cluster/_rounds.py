@@ -28,11 +28,11 @@ import math
 import numpy as np
 import simpy
 
-from .. import _validate
+from .. import _names, _validate
 from .._errors import ConfigError
 
 #: what becomes of the work that misses a round (:attr:`SemiSync.late`)
-LATE = ("discard", "stale")
+LATE = _names.LATE
 
 
 @dataclasses.dataclass(frozen=True)
