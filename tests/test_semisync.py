@@ -198,6 +198,22 @@ def test_replay_with_quorum_n_is_the_plain_replay_bit_for_bit(rule_name, lam):
     np.testing.assert_array_equal(a.worker_path, b.worker_path)
 
 
+def test_one_of_n_with_stale_work_is_asynchronous_sgd():
+    # K = 1, late work counting later: every commit is a round of its own, its update
+    # rebased on the current centre: DOWNPOUR (λ = 1), on the very same schedule
+    cluster = Cluster(workers=4, compute=EXPONENTIAL, network=Link(latency=0.1))
+    rounds = simulate_sync(cluster, rounds=200, rng=6,
+                           semisync=SemiSync(quorum=1, late="stale"))
+    commits = asynclab.cluster.simulate_async(cluster, commits=200, rng=6)
+    np.testing.assert_array_equal(rounds.time, commits.time)
+    np.testing.assert_array_equal(np.argmax(rounds.counted, axis=1), commits.worker)
+    stale = replay(make_rule("synchronous_sgd", learning_rate=0.01), "beale", rounds,
+                   seeds=[0, 1], noise=1.0, record_every=1)
+    downpour = replay(make_rule("downpour", learning_rate=0.01), "beale", commits,
+                      seeds=[0, 1], noise=1.0, record_every=1)
+    np.testing.assert_allclose(stale.loss, downpour.loss, rtol=1e-6)
+
+
 def test_run_takes_semisync_and_records_it():
     result = asynclab.run("beale", "synchronous_sgd", workers=4, commits=20, noise=1.0,
                           semisync=SemiSync(quorum=3, late="stale"))
@@ -281,6 +297,9 @@ def test_semisync_with_a_rule_that_cannot_run_it_is_refused():
     wide = simulate_sync(Cluster(workers=33), rounds=2, semisync=SemiSync(quorum=2))
     with pytest.raises(ConfigError, match="at most 32 workers"):
         replay(rule, "beale", wide)
+    with pytest.raises(ConfigError, match="at most 32 workers"):
+        asynclab.run("beale", "model_averaging", workers=33, commits=2,
+                     semisync=SemiSync(quorum=2))
 
 
 # ----------------------------------------------------------------------------- devices

@@ -322,7 +322,13 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
         raise ConfigError(f"sequential_sgd runs one worker, got workers={cluster.workers}")
     check_semisync_rule(rule, semisync)
     if semisync is not None:
+        from ._core import MASK_WORKERS
+
         semisync.quorum_of(cluster.workers)
+        if cluster.workers > MASK_WORKERS:
+            raise ConfigError(f"semisync: semi-synchronous rounds replay at most "
+                              f"{MASK_WORKERS} workers (who counted is a 32-bit mask per "
+                              f"round), got workers={cluster.workers}")
     if (commits is None) == (horizon is None):
         raise ConfigError("give exactly one budget: commits (or rounds) or horizon (seconds)")
     if commits is not None:

@@ -123,6 +123,13 @@ def _straggler_title(config) -> str:
             f"{config.delay:g} s longer")
 
 
+def _semisync_title(config) -> str:
+    return (rf"Slow and stale: synchronous, K-of-$n$, backup and asynchronous SGD, quadratic "
+            rf"$d$ = {config.dim}, condition {config.condition:g}, $\eta$ = "
+            rf"{config.learning_rate:g}, $\sigma^2$ = {config.noise:g}, exponential step "
+            f"times (mean 1 s), {config.horizon:g} s per run, {config.seeds} seeds")
+
+
 _ALL = [
     Figure("staleness", "Staleness histograms for n ∈ {10, 20, 30, 60} with the geometric "
            "fit, a heterogeneous cluster and one with a 10× slower worker.",
@@ -162,6 +169,9 @@ _ALL = [
     Figure("scaling", "Time to a target accuracy and final accuracy against n for "
            "synchronous, asynchronous and mixed clusters.",
            "scaling", "scaling:plot_scaling", _scaling_title, pass_config=True),
+    Figure("semisync", "Time to target and final error against n for synchronous, K-of-n "
+           "(discarded or stale late work), backup-worker and asynchronous SGD.",
+           "semisync", "semisync:plot_semisync", _semisync_title, pass_config=True),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.
