@@ -294,6 +294,10 @@ def test_semisync_with_a_rule_that_cannot_run_it_is_refused():
     with pytest.raises(ConfigError, match="one late mode"):
         replay(rule, "beale", [trace, simulate_sync(Cluster(workers=4), rounds=3)],
                seeds=[0, 1])
+    with pytest.raises(ConfigError, match="late='discard' or 'stale'"):
+        replay(rule, "beale", trace._replace(late=None))
+    with pytest.raises(ConfigError, match="counted must be bool"):
+        replay(rule, "beale", trace._replace(counted=trace.counted[:, :2]))
     wide = simulate_sync(Cluster(workers=33), rounds=2, semisync=SemiSync(quorum=2))
     with pytest.raises(ConfigError, match="at most 32 workers"):
         replay(rule, "beale", wide)

@@ -312,13 +312,17 @@ STALE_RULES = ("synchronous_sgd", "model_averaging", "local_sgd", "post_local_sg
 def round_late(traces: Sequence[RoundTrace]) -> str | None:
     """The semi-synchronous mode of checked round traces: ``"discard"``, ``"stale"``, or
     None for plain rounds."""
-    return getattr(traces[0], "late", None) if traces[0].counted is not None else None
+    return traces[0].late if traces[0].counted is not None else None
 
 
 def _check_rounds(rule: Rule, traces: Sequence[RoundTrace], n_workers: int) -> None:
     """Round traces replayed together are all plain or all semi-synchronous with one
     ``late``; a semi-synchronous one fits the mask and the rule."""
-    modes = {getattr(t, "late", None) if t.counted is not None else None for t in traces}
+    for t in traces:
+        if t.counted is not None and t.late not in ("discard", "stale"):
+            raise ConfigError(f"a semi-synchronous trace (with counted) must say what became "
+                              f"of late work: late='discard' or 'stale', got {t.late!r}")
+    modes = {t.late if t.counted is not None else None for t in traces}
     if len(modes) != 1:
         raise ConfigError("traces replayed together must all be plain rounds or all "
                           "semi-synchronous with one late mode, got "
@@ -326,9 +330,6 @@ def _check_rounds(rule: Rule, traces: Sequence[RoundTrace], n_workers: int) -> N
     late = modes.pop()
     if late is None:
         return
-    if late not in ("discard", "stale"):
-        raise ConfigError(f"a semi-synchronous trace's late must be 'discard' or 'stale', "
-                          f"got {late!r}")
     for t in traces:
         counted = np.asarray(t.counted)
         if counted.dtype != bool or counted.shape != (t.n_events, t.n_workers):
