@@ -242,6 +242,17 @@ def test_command_line_runs_the_same_rounds_as_python(capsys):
         assert message in capsys.readouterr().err
 
 
+def test_sweep_over_masked_rounds_is_run_at_each_point():
+    semisync = SemiSync(quorum=2, late="stale")
+    swept = asynclab.sweep("beale", "synchronous_sgd", workers=4, commits=15, noise=1.0,
+                           seeds=[0, 1], grid={"learning_rate": [0.01, 0.02]},
+                           semisync=semisync)
+    for i, learning_rate in enumerate((0.01, 0.02)):
+        one = asynclab.run("beale", "synchronous_sgd", workers=4, commits=15, noise=1.0,
+                           seeds=[0, 1], learning_rate=learning_rate, semisync=semisync)
+        np.testing.assert_allclose(swept.loss[i], one.loss, rtol=1e-6)
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
