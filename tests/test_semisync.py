@@ -108,6 +108,26 @@ def test_time_windows_close_at_the_window_the_mth_commit_or_the_deadline():
     np.testing.assert_allclose(empty.time, [0.75, 1.5, 2.25])
 
 
+@pytest.mark.parametrize("semisync", [
+    SemiSync(quorum=2), SemiSync(quorum=3, late="stale"),
+    SemiSync(window=0.8, min_count=2, deadline=1.5),
+    SemiSync(window=0.5, deadline=0.6, late="stale"), SemiSync(window=0.3, deadline=0.4),
+], ids=repr)
+def test_activity_tiles_every_worker_whatever_closes_the_rounds(semisync):
+    # cancelled work (computing, on the link, queued, served) is cut where its round
+    # closed; stale work runs on: either way each worker's intervals tile its time
+    cluster = Cluster(5, EXPONENTIAL, server_time=0.1, network=Link(latency=0.05))
+    trace = simulate_sync(cluster, rounds=60, rng=2, semisync=semisync, activity=True)
+    plain = simulate_sync(cluster, rounds=60, rng=2, semisync=semisync)
+    np.testing.assert_array_equal(trace.time, plain.time)
+    np.testing.assert_array_equal(trace.counted, plain.counted)
+    act = trace.activity
+    np.testing.assert_allclose(act.seconds().sum(axis=1), trace.time[-1], rtol=1e-12)
+    for k in range(5):
+        start, end = act.start[act.worker == k], act.end[act.worker == k]
+        assert np.all(start[1:] >= end[:-1] - 1e-12)
+
+
 def test_quorum_n_and_no_backup_are_the_plain_synchronous_trace_bit_for_bit():
     cluster = Cluster(workers=5, compute=EXPONENTIAL, network=Link(latency=0.1),
                       server_time=0.05)

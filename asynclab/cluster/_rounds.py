@@ -139,10 +139,9 @@ def check_semisync(semisync) -> SemiSync | None:
 class _Open:
     """A round being gathered: who counted so far, and the event of its aggregate."""
 
-    __slots__ = ("start", "counted", "closed", "window_over", "result")
+    __slots__ = ("counted", "closed", "window_over", "result")
 
-    def __init__(self, env, start):
-        self.start = start
+    def __init__(self, env):
         self.counted = []
         self.closed = False
         self.window_over = False
@@ -161,7 +160,7 @@ class _Rounds:
         self.limit = limit
         self.horizon = horizon
         self.stop = stop
-        self.current = _Open(env, 0.0)
+        self.current = _Open(env)
         self.time, self.duration, self.counted = [], [], []
         self._end = 0.0
 
@@ -187,7 +186,7 @@ class _Rounds:
         self.duration.append(end - self._end)
         self.counted.append(rnd.counted)
         self._end = end
-        self.current = _Open(self.env, now)
+        self.current = _Open(self.env)
         rnd.result.succeed()
 
 
@@ -271,14 +270,14 @@ def _semisync_worker(env, worker, next_block, down, server, server_time, rounds:
         rounds.stop.succeed()
 
 
-def simulate_rounds(streams, cluster, semisync: SemiSync, local_steps: int, limit, horizon,
-                    recorder=None):
-    """Run the semi-synchronous simulation of ``streams`` (one per worker).
+def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, recorder=None):
+    """Run the semi-synchronous simulation of ``streams`` (one per worker) until ``limit``
+    rounds or the first aggregate after ``horizon``; ``recorder`` (an activity
+    :class:`~asynclab.cluster._activity.Recorder`, or None) receives every exchange.
 
     Returns:
       ``(time, duration, counted)``: float64 ``(R,)``, float64 ``(R,)``, bool ``(R, n)``.
     """
-    del local_steps
     n = cluster.workers
     quorum = semisync.quorum_of(n)
     env = simpy.Environment()

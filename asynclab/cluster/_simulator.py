@@ -659,8 +659,8 @@ def simulate_sync(
 def _semisync_trace(cluster, streams, semisync, local_steps, limit, horizon, activity):
     """The round trace of semi-synchronous rounds (:mod:`asynclab.cluster._rounds`)."""
     recorder = Recorder(len(streams)) if activity else None
-    time, duration, counted = simulate_rounds(streams, cluster, semisync, local_steps,
-                                              limit, horizon, recorder)
+    time, duration, counted = simulate_rounds(streams, cluster, semisync, limit, horizon,
+                                              recorder)
     trace = RoundTrace(time=time, duration=duration, n_workers=cluster.workers,
                        local_steps=local_steps, counted=counted, late=semisync.late)
     if not activity:
