@@ -21,12 +21,14 @@ served before any of them. So P(τ = 0) = p0(n−1)/n, below the free server's 1
 from __future__ import annotations
 
 import heapq
+import json
 import math
 
 import numpy as np
 import pytest
 
 from asynclab._errors import ConfigError
+from asynclab.cli import main
 from asynclab.cluster import (
     KINDS,
     Cluster,
@@ -257,3 +259,35 @@ def test_busy_server_staleness_mean_and_shape(n, rho):
     geometric = stats.geom.pmf(np.arange(1, top + 1), 1 / n)
     expected = np.append(geometric, 1 - geometric.sum()) * tau.size
     assert stats.chisquare(counts, expected).pvalue < 1e-12
+
+
+# ------------------------------------------------------------------ command line
+
+
+def test_trace_export_with_a_service_distribution(tmp_path):
+    """--server-distribution/--server-shape with mean --server-time: the cluster Python
+    builds from ComputeTime, commit for commit."""
+    out = tmp_path / "t.jsonl"
+    assert main(["trace", "export", "--workers", "3", "--server-time", "0.4",
+                 "--server-distribution", "gamma", "--server-shape", "2", "--commits", "50",
+                 "--seed", "6", "--format", "jsonl", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    times = [r["time"] for r in rows if r["type"] == "commit"]
+    python = simulate_async(Cluster(3, server_time=ComputeTime("gamma", 0.4, 2.0)),
+                            commits=50, rng=6)
+    assert times == python.time.tolist()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--server-shape", "2"], "--server-shape applies to --server-distribution lognormal"),
+    (["--server-distribution", "exponential", "--server-shape", "2"], "--server-shape applies"),
+    (["--server-distribution", "exponential"], "--server-time must be > 0 seconds"),
+    (["--server-distribution", "gamma", "--server-time", "0.1", "--server-shape", "0.001"],
+     "--server-shape: ComputeTime.shape"),
+])
+def test_trace_export_refuses_a_bad_service_distribution(argv, message, capsys, tmp_path,
+                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["trace", "export", *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # refused before any work

@@ -146,6 +146,7 @@ def _straggler(text: str):
 
 def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     """The simulated cluster of ``trace show`` / ``trace export``."""
+    from .._names import DISTRIBUTIONS
     from ._args import _count, _finite, _positive, add_compute_arguments
 
     q.add_argument("--rule", default="downpour",
@@ -162,7 +163,14 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--transfer-time", type=_finite, default=0.0, metavar="SECONDS",
                    help="seconds every message spends on the link (commit up, reply down)")
     q.add_argument("--server-time", type=_finite, default=0.0, metavar="SECONDS",
-                   help="seconds the parameter server serves one exchange (FIFO queue)")
+                   help="seconds the parameter server serves one exchange (FIFO queue); "
+                   "the mean of --server-distribution")
+    q.add_argument("--server-distribution", default="constant", choices=DISTRIBUTIONS,
+                   metavar="DISTRIBUTION",
+                   help=f"service time per exchange: {', '.join(DISTRIBUTIONS)}, drawn "
+                   "with mean --server-time")
+    q.add_argument("--server-shape", type=_positive, default=None,
+                   help="lognormal σ or gamma shape k of the service time (default: 1.0)")
     q.add_argument("--straggler", action="append", type=_straggler, default=None,
                    metavar="WORKER:AT:DELAY",
                    help="the first local step worker WORKER starts at or after AT seconds "
@@ -178,6 +186,26 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--overwrite", action="store_true",
                    help="replace the output file if it exists (only a file of the kind this "
                    "command writes)")
+
+
+def _server_time(args):
+    """``--server-time`` seconds, or the distribution ``--server-distribution`` names
+    with that mean (and ``--server-shape``): a :class:`~asynclab.cluster.ComputeTime`."""
+    from ..cluster import ComputeTime
+
+    name, mean, shape = args.server_distribution, args.server_time, args.server_shape
+    if shape is not None and name not in ("lognormal", "gamma"):
+        raise ConfigError(f"--server-shape applies to --server-distribution lognormal or "
+                          f"gamma, not {name}")
+    if name == "constant":
+        return mean
+    if mean <= 0:
+        raise ConfigError(f"--server-time must be > 0 seconds with --server-distribution "
+                          f"{name} (it is the mean service time), got {mean:g}")
+    try:
+        return ComputeTime(name, mean=mean, shape=1.0 if shape is None else shape)
+    except ConfigError as error:  # name the flag, not the Python field
+        raise ConfigError(f"--server-shape: {error}") from None
 
 
 def _timeline_trace(args):
@@ -202,7 +230,7 @@ def _timeline_trace(args):
                           f"{args.compute or 'exponential'}")
     stragglers = tuple(Straggler(worker=w, delay=d, at_time=at)
                        for w, at, d in args.straggler or ())
-    extra = dict(network=Link(latency=args.transfer_time), server_time=args.server_time,
+    extra = dict(network=Link(latency=args.transfer_time), server_time=_server_time(args),
                  stragglers=stragglers)
     cluster = _log_cluster(args)
     if cluster is not None:
