@@ -35,6 +35,7 @@ from asynclab.cluster import (
     ComputeTime,
     Link,
     Straggler,
+    machine_repairman,
     simulate_async,
     simulate_sync,
 )
@@ -89,6 +90,38 @@ def test_mean_server_time():
 def test_bad_server_time_is_refused(make, field):
     with pytest.raises(ConfigError, match=field):
         make()
+
+
+@pytest.mark.parametrize("n, compute, server", [(1, 1.0, 1.0), (4, 2.0, 0.2), (8, 1.0, 0.15),
+                                                 (6, 0.5, 0.25), (30, 1.0, 0.2)])
+def test_machine_repairman_closed_forms(n, compute, server):
+    """The library's closed forms (log-space queue lengths) against the factorial sums written
+    out here; n = 1 is an M/M/1//1 alternating renewal: idle 1/λ of every 1/λ + 1/μ."""
+    rho = server / compute
+    p0 = _p0(n, rho)
+    r = machine_repairman(n, compute, server)
+    assert r.idle == pytest.approx(p0, rel=1e-12)
+    assert r.throughput == pytest.approx((1 - p0) / server, rel=1e-12)
+    assert r.response == pytest.approx(n * server / (1 - p0) - compute, rel=1e-12)
+    assert r.queue == pytest.approx(r.throughput * r.response, rel=1e-12)
+    assert r.stale_zero == pytest.approx(_p0(n - 1, rho) / n, rel=1e-12)
+    if n == 1:
+        assert r.idle == pytest.approx(compute / (compute + server))
+        assert r.response == pytest.approx(server) and r.stale_zero == 1.0
+
+
+def test_machine_repairman_limits_and_refusals():
+    """A nearly free server: X → nλ, R → 1/μ, P(τ = 0) → 1/n (geometric); a saturated
+    one: X → μ. Bad arguments are ConfigErrors naming them."""
+    free = machine_repairman(8, 1.0, 1e-9)
+    assert free.throughput == pytest.approx(8.0, rel=1e-6)
+    assert free.response == pytest.approx(1e-9, rel=1e-5) and free.stale_zero == \
+        pytest.approx(1 / 8, rel=1e-6)
+    assert machine_repairman(500, 1.0, 0.01).throughput == pytest.approx(100.0, rel=1e-12)
+    for args, field in (((0, 1.0, 1.0), "workers"), ((2, 0.0, 1.0), "compute_mean"),
+                        ((2, 1.0, -1.0), "server_mean"), ((2, 1.0, math.inf), "server_mean")):
+        with pytest.raises(ConfigError, match=field):
+            machine_repairman(*args)
 
 
 # ------------------------------------------------------------- the numpy oracle
