@@ -222,6 +222,16 @@ def test_activity_tiles_the_run_with_a_random_server():
         assert a.start[rows][0] == 0.0 and a.end[rows][-1] == pytest.approx(trace.duration)
     served = a.end[a.kind == KINDS.index("communicate")]
     assert np.isin(trace.time, served).all()
+    rounds = simulate_sync(Cluster(3, server_time=ComputeTime("gamma", 0.2, 2.0)),
+                           rounds=50, rng=3, activity=True)
+    a = rounds.activity
+    for k in range(3):
+        rows = a.worker == k
+        np.testing.assert_allclose(a.start[rows][1:], a.end[rows][:-1], rtol=0, atol=1e-9)
+        assert a.end[rows][-1] == pytest.approx(rounds.time[-1])
+    # a round's aggregate comes when the service of its last commit ends
+    served = np.sort(a.end[a.kind == KINDS.index("communicate")])
+    assert np.isin(rounds.time, served).all()
 
 
 # --------------------------------------------------------------------- theory
