@@ -334,3 +334,45 @@ def test_trace_export_refuses_a_bad_service_distribution(argv, message, capsys, 
     assert main(["trace", "export", *argv]) == 2
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # refused before any work
+
+
+def test_run_and_sweep_flags_build_the_busy_cluster():
+    """`asynclab run`/`sweep` share the model flags: with server flags they hand run() the
+    cluster with that service time (and the rule's groups); without, no cluster, as
+    before."""
+    from asynclab.cli._args import _simulation_options
+    from asynclab.cli._main import build_parser
+
+    parser = build_parser()
+    for command in (["run"], ["sweep", "--grid", "learning_rate=1e-3,2e-3"]):
+        args = parser.parse_args([*command, "--workers", "4", "--server-time", "0.3",
+                                  "--server-distribution", "gamma", "--server-shape", "2"])
+        cluster = _simulation_options(args)["cluster"]
+        assert cluster == Cluster(4, ComputeTime("exponential"),
+                                  server_time=ComputeTime("gamma", 0.3, 2.0))
+    args = parser.parse_args(["run", "--rule", "mixed", "--param", "group_size=2",
+                              "--server-time", "0.1"])
+    assert _simulation_options(args)["cluster"] == Cluster(4, server_time=0.1, group_size=2)
+    assert "cluster" not in _simulation_options(parser.parse_args(["run"]))
+
+
+def test_run_command_simulates_the_busy_server(capsys):
+    """The JSON summary's simulated time and staleness are those of the Python trace."""
+    assert main(["run", "--workers", "3", "--server-time", "0.4", "--server-distribution",
+                 "exponential", "--commits", "100", "--seed", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    trace = simulate_async(Cluster(3, server_time=ComputeTime("exponential", 0.4)),
+                           commits=100, rng=2)
+    assert out["simulated_time"] == trace.duration
+    assert out["staleness_histogram"] == np.bincount(trace.staleness).tolist()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--backend", "threads", "--server-time", "0.2"], "--server-time applies only to the "
+     "simulated schedules"),
+    (["--server-distribution", "lognormal"], "--server-time must be > 0 seconds"),
+    (["--server-time", "-1"], "--server-time must be >= 0 seconds"),
+])
+def test_run_command_refuses_bad_server_flags(argv, message, capsys):
+    assert main(["run", *argv]) == 2
+    assert message in capsys.readouterr().err

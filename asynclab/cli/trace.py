@@ -146,8 +146,7 @@ def _straggler(text: str):
 
 def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     """The simulated cluster of ``trace show`` / ``trace export``."""
-    from .._names import DISTRIBUTIONS
-    from ._args import _count, _finite, _positive, add_compute_arguments
+    from ._args import _count, _finite, _positive, add_compute_arguments, add_server_arguments
 
     q.add_argument("--rule", default="downpour",
                    help="update rule whose schedule is simulated: asynchronous commits or "
@@ -162,15 +161,7 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     add_compute_arguments(q)
     q.add_argument("--transfer-time", type=_finite, default=0.0, metavar="SECONDS",
                    help="seconds every message spends on the link (commit up, reply down)")
-    q.add_argument("--server-time", type=_finite, default=0.0, metavar="SECONDS",
-                   help="seconds the parameter server serves one exchange (FIFO queue); "
-                   "the mean of --server-distribution")
-    q.add_argument("--server-distribution", default="constant", choices=DISTRIBUTIONS,
-                   metavar="DISTRIBUTION",
-                   help=f"service time per exchange: {', '.join(DISTRIBUTIONS)}, drawn "
-                   "with mean --server-time")
-    q.add_argument("--server-shape", type=_positive, default=None,
-                   help="lognormal σ or gamma shape k of the service time (default: 1.0)")
+    add_server_arguments(q)
     q.add_argument("--straggler", action="append", type=_straggler, default=None,
                    metavar="WORKER:AT:DELAY",
                    help="the first local step worker WORKER starts at or after AT seconds "
@@ -188,26 +179,6 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
                    "command writes)")
 
 
-def _server_time(args):
-    """``--server-time`` seconds, or the distribution ``--server-distribution`` names
-    with that mean (and ``--server-shape``): a :class:`~asynclab.cluster.ComputeTime`."""
-    from ..cluster import ComputeTime
-
-    name, mean, shape = args.server_distribution, args.server_time, args.server_shape
-    if shape is not None and name not in ("lognormal", "gamma"):
-        raise ConfigError(f"--server-shape applies to --server-distribution lognormal or "
-                          f"gamma, not {name}")
-    if name == "constant":
-        return mean
-    if mean <= 0:
-        raise ConfigError(f"--server-time must be > 0 seconds with --server-distribution "
-                          f"{name} (it is the mean service time), got {mean:g}")
-    try:
-        return ComputeTime(name, mean=mean, shape=1.0 if shape is None else shape)
-    except ConfigError as error:  # name the flag, not the Python field
-        raise ConfigError(f"--server-shape: {error}") from None
-
-
 def _timeline_trace(args):
     """The trace, with its activity, of the cluster and rule the flags describe."""
     import dataclasses
@@ -216,14 +187,12 @@ def _timeline_trace(args):
     from ..cluster import Cluster, Link, Straggler
     from ..engine import schedule
     from ..engine._run import _rule_from, rule_group_size
-    from ._args import _compute
+    from ._args import _compute, _server_time
 
     params = _params(args.param)
     seed = _validate.seed(args.seed, "--seed")
-    for flag, value in (("--transfer-time", args.transfer_time),
-                        ("--server-time", args.server_time)):
-        if value < 0:
-            raise ConfigError(f"{flag} must be >= 0 seconds, got {value:g}")
+    if args.transfer_time < 0:
+        raise ConfigError(f"--transfer-time must be >= 0 seconds, got {args.transfer_time:g}")
     if args.compute_shape is not None and (args.compute or "exponential") not in (
             "lognormal", "gamma"):
         raise ConfigError(f"--compute-shape applies to --compute lognormal or gamma, not "
