@@ -68,7 +68,7 @@ def server_staleness_data(workers: int, server_time: float, *, commits: int = 20
                           f"got {commits!r}")
     compute = ComputeTime("exponential", mean=1.0)
     service = ComputeTime("exponential", mean=server_time)
-    theory = machine_repairman(workers, 1.0, server_time)
+    theory = machine_repairman(workers, 1.0, service)
     traces = [(f"n = {workers}, a free server", simulate_async(
                   Cluster(workers, compute), commits=commits, rng=seed)),
               (f"n = {workers}, exponential service, mean {server_time:g} s (busy "
