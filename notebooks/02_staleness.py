@@ -149,32 +149,37 @@ display(widgets.VBox([widgets.HBox([workers, server_time]), server_summary,
 # Δ_t = μ Δ_{t−1} − (1 − μ) η ∇L(θ̄_t); μ is fitted from it by least squares and
 # plotted against 1 − 1/n (right panel, ± 2 bootstrap standard errors). The compute-time
 # distribution is the one chosen above; press the button after changing it (each fit
-# replays a few hundred runs per n, a few seconds).
+# replays a few hundred runs per n, a few seconds). Tick `busy server` to fit with the
+# exponential server of the section above (the same mean service time for every n, so
+# the larger clusters load it more): compare the fitted μ with the free server's.
 
 # %%
 WORKER_COUNTS = (2, 4) if QUICK else (1, 2, 4, 8, 16)
 SIZES = {"seeds": 32, "commits": 600} if QUICK else {}
 
 fit_button = widgets.Button(description="fit the momentum", icon="play")
+busy_server = widgets.Checkbox(value=False, description="busy server")
 fit_status = widgets.HTML()
 momentum = widgets.Output()
 
 
 def draw_momentum(_=None):
     compute = compute_time()
-    fit_status.value = f"fitting for {compute.distribution} compute times …"
+    server = ComputeTime("exponential", mean=server_time.value) if busy_server.value else 0.0
+    what = f"{compute.distribution} compute times" + (
+        f", exponential server of mean {server_time.value:.3g} s" if busy_server.value else "")
+    fit_status.value = f"fitting for {what} …"
     try:
-        data = momentum_data(WORKER_COUNTS, compute, quick=True, **SIZES)
+        data = momentum_data(WORKER_COUNTS, compute, quick=True, server_time=server, **SIZES)
     except asynclab.ConfigError as error:
         fit_status.value = f"<b>Cannot fit:</b> {error}"
         return
     fitted = ", ".join(f"n = {n}: μ = {mu:.3f} (1 − 1/n = {1 - 1 / n:.3f})"
                        for n, mu in zip(data["n"], data["fitted_momentum"], strict=True))
-    fit_status.value = f"{compute.distribution} compute times: {fitted}"
-    show(plot_implicit_momentum(data, title=f"{compute.distribution} compute times"),
-         momentum)
+    fit_status.value = f"{what}: {fitted}"
+    show(plot_implicit_momentum(data, title=what), momentum)
 
 
 fit_button.on_click(draw_momentum)
 draw_momentum()
-display(widgets.VBox([fit_button, fit_status, momentum]))
+display(widgets.VBox([widgets.HBox([fit_button, busy_server]), fit_status, momentum]))

@@ -103,6 +103,21 @@ def test_momentum_fit_uses_the_chosen_compute_times():
         momentum_data((0, 2))
 
 
+
+def test_momentum_fit_uses_the_chosen_server():
+    # a free server (0 s) is the default, bit for bit; a busy one changes every seed's
+    # schedule, hence the mean trajectory
+    sizes = {"seeds": 8, "commits": 120}
+    default = momentum_data((3,), "exponential", quick=True, **sizes)
+    free = momentum_data((3,), "exponential", quick=True, server_time=0.0, **sizes)
+    busy = momentum_data((3,), "exponential", quick=True,
+                         server_time=ComputeTime("exponential", 0.3), **sizes)
+    np.testing.assert_array_equal(default["mean_path"], free["mean_path"])
+    assert not np.array_equal(free["mean_path"], busy["mean_path"])
+    with pytest.raises(ConfigError, match="server_time"):
+        momentum_data((2,), server_time=-1.0)
+
+
 # ----------------------------------------------------------------------------- 03
 
 

@@ -84,7 +84,8 @@ def server_staleness_data(workers: int, server_time: float, *, commits: int = 20
 
 
 def momentum_data(workers, compute: ComputeTime | str = "exponential", *, quick: bool = False,
-                  seeds: int | None = None, commits: int | None = None) -> dict:
+                  seeds: int | None = None, commits: int | None = None,
+                  server_time: float | ComputeTime = 0.0) -> dict:
     """The implicit-momentum study for the worker counts ``workers`` and one compute-time
     distribution: the momentum fitted from the mean central trajectory beside 1 − 1/n.
 
@@ -94,6 +95,8 @@ def momentum_data(workers, compute: ComputeTime | str = "exponential", *, quick:
       quick: the study's quick sizes (fewer commits and seeds).
       seeds: overrides the study's number of seeds.
       commits: overrides the study's number of commits.
+      server_time: the server's service time, as ``Cluster.server_time`` takes it
+        (seconds, or a ComputeTime); 0 is a server that takes no time.
     """
     if not isinstance(compute, ComputeTime):
         compute = ComputeTime(compute)
@@ -102,6 +105,12 @@ def momentum_data(workers, compute: ComputeTime | str = "exponential", *, quick:
         raise ConfigError(f"workers must be worker counts >= 1, got {workers!r}")
     base = implicit_momentum.Config.quick() if quick else implicit_momentum.Config()
     sizes = {k: v for k, v in (("seeds", seeds), ("commits", commits)) if v is not None}
+    server = Cluster(1, server_time=server_time).server_time  # checked, as a cluster does
+    if isinstance(server, ComputeTime):
+        sizes.update(server=server.distribution, server_time=server.mean,
+                     server_shape=server.shape)
+    else:
+        sizes.update(server_time=server)
     config = dataclasses.replace(base, workers=workers, compute=compute.distribution,
                                  compute_shape=compute.shape, **sizes)
     return implicit_momentum.run(config, progress=False)
