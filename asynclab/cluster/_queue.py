@@ -10,6 +10,7 @@ check the simulator and tell a user how busy a server is before simulating it.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -109,7 +110,7 @@ def _general(n: int, think: float, server: ComputeTime) -> Repairman:
 def _check_server(server) -> ComputeTime:
     if isinstance(server, ComputeTime):
         return server
-    if isinstance(server, int | float) and not isinstance(server, bool):
+    if isinstance(server, numbers.Real) and not isinstance(server, bool):
         mean = _validate.number(server, "server", low=0, low_open=True)
         return ComputeTime("constant", mean=mean)
     raise ConfigError("server must be a service time: seconds > 0 (constant) or a "
