@@ -25,6 +25,7 @@ from asynclab.notebook import (
     momentum_data,
     notebook_devices,
     plot_running_probability,
+    server_staleness_data,
     staleness_data,
 )
 from asynclab.problems import get_problem, quadratic
@@ -61,6 +62,35 @@ def test_staleness_needs_more_commits_than_workers():
         staleness_data(8, "uniform")
 
 
+def test_busy_server_staleness_rows():
+    """Row 0 is the free server's run, row 1 the exponential server's, the same seed (the
+    histograms by hand with numpy); the theory columns are the closed M/M/1//n forms
+    written out here: p0(m) = 1 / Σ_k m!/(m−k)! ρ^k."""
+    import math
+
+    n, s, commits = 5, 0.2, 3000
+    data = server_staleness_data(n, s, commits=commits, seed=4)
+    free = simulate_async(Cluster(n, ComputeTime("exponential")), commits=commits, rng=4)
+    busy = simulate_async(Cluster(n, ComputeTime("exponential"),
+                                  server_time=ComputeTime("exponential", s)),
+                          commits=commits, rng=4)
+    for row, trace in enumerate((free, busy)):
+        counts = np.bincount(trace.staleness[n:])
+        assert data["counts"][row][:counts.size].tolist() == counts.tolist()
+        assert data["throughput"][row] == commits / trace.time[-1]
+
+    def p0(m):
+        return 1 / sum(math.factorial(m) / math.factorial(m - k) * s**k for k in range(m + 1))
+
+    np.testing.assert_allclose(data["p_zero_theory"], [1 / n, p0(n - 1) / n], rtol=1e-12)
+    np.testing.assert_allclose(data["utilisation"], [0.0, 1 - p0(n)], rtol=1e-12)
+    np.testing.assert_allclose(data["throughput_theory"], [n, (1 - p0(n)) / s], rtol=1e-12)
+    for bad, field in (({"workers": 0}, "workers"), ({"server_time": 0.0}, "server_time"),
+                       ({"commits": 5}, "commits")):
+        with pytest.raises(ConfigError, match=field):
+            server_staleness_data(**{"workers": n, "server_time": s, **bad})
+
+
 def test_momentum_fit_uses_the_chosen_compute_times():
     # without gradient noise the seeds differ only by their schedules: with constant
     # compute times every seed has the same one, so the bootstrap over seeds is flat
@@ -71,6 +101,21 @@ def test_momentum_fit_uses_the_chosen_compute_times():
     assert exponential["fitted_momentum_error"][0] > 1e-4
     with pytest.raises(ConfigError, match="workers"):
         momentum_data((0, 2))
+
+
+
+def test_momentum_fit_uses_the_chosen_server():
+    # a free server (0 s) is the default, bit for bit; a busy one changes every seed's
+    # schedule, hence the mean trajectory
+    sizes = {"seeds": 8, "commits": 120}
+    default = momentum_data((3,), "exponential", quick=True, **sizes)
+    free = momentum_data((3,), "exponential", quick=True, server_time=0.0, **sizes)
+    busy = momentum_data((3,), "exponential", quick=True,
+                         server_time=ComputeTime("exponential", 0.3), **sizes)
+    np.testing.assert_array_equal(default["mean_path"], free["mean_path"])
+    assert not np.array_equal(free["mean_path"], busy["mean_path"])
+    with pytest.raises(ConfigError, match="server_time"):
+        momentum_data((2,), server_time=-1.0)
 
 
 # ----------------------------------------------------------------------------- 03

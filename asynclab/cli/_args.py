@@ -174,6 +174,48 @@ def add_compute_arguments(p: argparse.ArgumentParser) -> None:
                    help="lognormal σ or gamma shape k (default: 1.0)")
 
 
+def add_server_arguments(p: argparse.ArgumentParser) -> None:
+    """``--server-time``, ``--server-distribution`` and ``--server-shape``: the parameter
+    server's service time per exchange (see :func:`_server_time`)."""
+    from .._names import DISTRIBUTIONS
+
+    p.add_argument("--server-time", type=_finite, default=None, metavar="SECONDS",
+                   help="seconds the parameter server serves one exchange (FIFO queue), "
+                   "the mean of --server-distribution (default: 0, a server that takes "
+                   "no time)")
+    p.add_argument("--server-distribution", default=None, choices=DISTRIBUTIONS,
+                   metavar="DISTRIBUTION",
+                   help=f"service time per exchange: {', '.join(DISTRIBUTIONS)}, drawn "
+                   "with mean --server-time (default: constant)")
+    p.add_argument("--server-shape", type=_positive, default=None,
+                   help="lognormal σ or gamma shape k of the service time (default: 1.0)")
+
+
+def _server_time(args):
+    """``Cluster.server_time`` from the server flags: ``--server-time`` seconds (0 when not
+    given), or the distribution ``--server-distribution`` names with that mean (and
+    ``--server-shape``), a :class:`~asynclab.cluster.ComputeTime`."""
+    from ..cluster import ComputeTime
+
+    name = args.server_distribution or "constant"
+    mean = 0.0 if args.server_time is None else args.server_time
+    shape = args.server_shape
+    if mean < 0:
+        raise ConfigError(f"--server-time must be >= 0 seconds, got {mean:g}")
+    if shape is not None and name not in ("lognormal", "gamma"):
+        raise ConfigError(f"--server-shape applies to --server-distribution lognormal or "
+                          f"gamma, not {name}")
+    if name == "constant":
+        return mean
+    if mean <= 0:
+        raise ConfigError(f"--server-time must be > 0 seconds with --server-distribution "
+                          f"{name} (it is the mean service time), got {mean:g}")
+    try:
+        return ComputeTime(name, mean=mean, shape=1.0 if shape is None else shape)
+    except ConfigError as error:  # name the flag, not the Python field
+        raise ConfigError(f"--server-shape: {error}") from None
+
+
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Problem, rule, cluster, budget, seeds and start: what `run` and `sweep` share."""
     from .._names import INITS, PROBLEMS
@@ -197,6 +239,7 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--noise", type=_finite, default=0.0,
                    help="σ², variance of the additive Gaussian gradient noise")
     add_compute_arguments(p)
+    add_server_arguments(p)
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--commits", type=_count(1), default=None,
                         help="budget in commits, rounds for synchronous rules (default: 1000)")
@@ -256,6 +299,7 @@ def _check_model(args) -> None:
             "lognormal", "gamma"):
         raise ConfigError(f"--compute-shape applies to --compute lognormal or gamma, not "
                           f"{args.compute or 'exponential'}")
+    _server_time(args)
     for option, flag in (("dim", "--dim"), ("condition", "--condition")):
         if getattr(args, option) is not None and args.problem not in _problems_with(option):
             raise ConfigError(f"{flag} applies to {', '.join(_problems_with(option))}, not "
@@ -331,7 +375,16 @@ def _simulation_options(args) -> dict:
         1 if args.rule == "sequential_sgd" else 4)
     if args.commits is None and args.horizon is None:
         args.commits = 1000
+    server = _server_time(args)
+    busy = {}
+    if server != 0.0:  # a server that takes time: the cluster, with the rule's groups
+        from ..cluster import Cluster
+        from ..engine._run import rule_group_size
+
+        busy["cluster"] = Cluster(workers, _compute(args), server_time=server,
+                                  group_size=rule_group_size(args.rule, _params(args.param)))
     return dict(
+        **busy,
         workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,
         seeds=_seeds(args), learning_rate=args.learning_rate, local_steps=args.local_steps,
         noise=args.noise, init=args.init, trace_per_seed=args.trace_per_seed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from .. import _validate
 from .._errors import ConfigError
@@ -21,6 +22,7 @@ from ._args import (
     _positive,
     _problem_options,
     _seeds,
+    _server_time,
     _simulation_options,
     _start,
 )
@@ -100,6 +102,8 @@ _SIM_ONLY = {"seeds": "--seeds", "trace_per_seed": "--trace-per-seed", "horizon"
 
 _TIMING = {"compute": "--compute", "compute_mean": "--compute-mean",
            "compute_shape": "--compute-shape"}
+_SERVER = {"server_time": "--server-time", "server_distribution": "--server-distribution",
+           "server_shape": "--server-shape"}
 
 
 def _check_run(args) -> None:
@@ -115,7 +119,7 @@ def _check_run(args) -> None:
         refused += [(f, "the simulator (--backend sim)") for f in _given(args, _SIM_ONLY)]
     if backend == "threads":
         refused += [(f, "the simulated schedules (threads measure real compute times)")
-                    for f in _given(args, _TIMING)]
+                    for f in _given(args, {**_TIMING, **_SERVER})]
         refused += [(f, "the simulated schedules (free-running threads keep no rounds)")
                     for f in _given(args, _SEMISYNC)]
     log = "--trace-log" if args.trace_log else "--fit-log" if args.fit_log else None
@@ -159,6 +163,7 @@ def _run(args) -> int:
         options["devices"] = args.devices
     cluster = _log_cluster(args)
     if cluster is not None:  # the log's cluster decides the workers and their times
+        cluster = dataclasses.replace(cluster, server_time=_server_time(args))
         options.update(workers=None, cluster=cluster)
     problem_options = dict(options["problem_options"])
     if args.problem in DATA_PROBLEMS:  # one shard per worker, as run() makes them
@@ -234,8 +239,10 @@ def _run_on_devices(args) -> int:
     if args.backend == "pmap":
         from ..cluster import Cluster
 
-        cluster = (_log_cluster(args, workers)
-                   or Cluster(workers, _compute(args), group_size=group_size))
+        cluster = dataclasses.replace(
+            _log_cluster(args, workers) or Cluster(workers, _compute(args),
+                                                   group_size=group_size),
+            server_time=_server_time(args))
     from ..backends import run_devices
 
     result, extra = run_devices(

@@ -146,7 +146,7 @@ def _straggler(text: str):
 
 def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     """The simulated cluster of ``trace show`` / ``trace export``."""
-    from ._args import _count, _finite, _positive, add_compute_arguments
+    from ._args import _count, _finite, _positive, add_compute_arguments, add_server_arguments
 
     q.add_argument("--rule", default="downpour",
                    help="update rule whose schedule is simulated: asynchronous commits or "
@@ -161,8 +161,7 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     add_compute_arguments(q)
     q.add_argument("--transfer-time", type=_finite, default=0.0, metavar="SECONDS",
                    help="seconds every message spends on the link (commit up, reply down)")
-    q.add_argument("--server-time", type=_finite, default=0.0, metavar="SECONDS",
-                   help="seconds the parameter server serves one exchange (FIFO queue)")
+    add_server_arguments(q)
     q.add_argument("--straggler", action="append", type=_straggler, default=None,
                    metavar="WORKER:AT:DELAY",
                    help="the first local step worker WORKER starts at or after AT seconds "
@@ -188,21 +187,19 @@ def _timeline_trace(args):
     from ..cluster import Cluster, Link, Straggler
     from ..engine import schedule
     from ..engine._run import _rule_from, rule_group_size
-    from ._args import _compute
+    from ._args import _compute, _server_time
 
     params = _params(args.param)
     seed = _validate.seed(args.seed, "--seed")
-    for flag, value in (("--transfer-time", args.transfer_time),
-                        ("--server-time", args.server_time)):
-        if value < 0:
-            raise ConfigError(f"{flag} must be >= 0 seconds, got {value:g}")
+    if args.transfer_time < 0:
+        raise ConfigError(f"--transfer-time must be >= 0 seconds, got {args.transfer_time:g}")
     if args.compute_shape is not None and (args.compute or "exponential") not in (
             "lognormal", "gamma"):
         raise ConfigError(f"--compute-shape applies to --compute lognormal or gamma, not "
                           f"{args.compute or 'exponential'}")
     stragglers = tuple(Straggler(worker=w, delay=d, at_time=at)
                        for w, at, d in args.straggler or ())
-    extra = dict(network=Link(latency=args.transfer_time), server_time=args.server_time,
+    extra = dict(network=Link(latency=args.transfer_time), server_time=_server_time(args),
                  stragglers=stragglers)
     cluster = _log_cluster(args)
     if cluster is not None:

@@ -26,6 +26,8 @@ from ._predict import predict_staleness as predict_staleness
 from ._predict import staleness_distribution as staleness_distribution
 from ._predict import total_variation as total_variation
 from ._predict import wasserstein as wasserstein
+from ._queue import Repairman as Repairman
+from ._queue import machine_repairman as machine_repairman
 from ._replayed import ENDS as ENDS
 from ._replayed import ReplayedTimes as ReplayedTimes
 from ._replayed import from_log as from_log
@@ -71,10 +73,12 @@ __all__ = [
     "KINDS",
     "Link",
     "log_from_threads",
+    "machine_repairman",
     "measured_trace",
     "predict_staleness",
     "random_order_trace",
     "read_log",
+    "Repairman",
     "ReplayedTimes",
     "round_robin_trace",
     "RoundTrace",

@@ -11,7 +11,11 @@ Conventions shared by both simulators:
   (``rng.spawn(n)``); worker ``k`` draws its local-step times from its own child, in
   blocks of a fixed, budget-independent size schedule. A worker's sequence of step
   times therefore does not depend on the other workers, on the budget, on the network
-  or on stragglers, and a shorter run is exactly a prefix of a longer one.
+  or on stragglers, and a shorter run is exactly a prefix of a longer one. A random
+  service time (``Cluster.server_time`` a :class:`ComputeTime`) takes one more child,
+  ``rng.spawn(n + 1)[n]``; the first n children of ``spawn(n + 1)`` are those of
+  ``spawn(n)``, so the workers' step times stay the same. The server draws in blocks
+  too, in the order it serves.
 - Links have unlimited capacity, so the reply of one exchange, the next compute phase
   and the next commit message are one timeout of ``down + compute + up`` seconds: the
   same times as three separate events, without the extra events.
@@ -179,6 +183,37 @@ class _ComputeStream:
         return self._delayed
 
 
+class _ServiceStream:
+    """The server's random service times, drawn in blocks from its own generator.
+
+    A block doubles from 64 to 4096 draws (a fixed schedule, independent of the budget);
+    calling the stream returns the next service time, in the order the server serves.
+    """
+
+    __slots__ = ("_time", "_rng", "_block", "_times")
+
+    def __init__(self, time, rng: np.random.Generator):
+        self._time = time
+        self._rng = rng
+        self._block = _FIRST_BLOCK
+        self._times: list[float] = []
+
+    def __call__(self) -> float:
+        if not self._times:
+            block = self._block
+            self._block = min(2 * block, _MAX_BLOCK)
+            self._times = self._time.sample(self._rng, block).tolist()[::-1]
+        return self._times.pop()
+
+
+def _service(cluster: Cluster, server_rng):
+    """What the server processes take for ``server_time``: the float itself, or a
+    :class:`_ServiceStream` drawing from ``server_rng``."""
+    if cluster.random_server:
+        return _ServiceStream(cluster.server_time, server_rng)
+    return cluster.server_time
+
+
 class _GroupStream:
     """A compute group's exchanges: its phase ends when its slowest member finishes.
 
@@ -252,12 +287,15 @@ class _Log:
         self.clock = 0
 
 
-def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True) -> list:
-    """One stream per committing unit: per worker, or per group when ``grouped``.
+def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True):
+    """One stream per committing unit (per worker, or per group when ``grouped``), and
+    the server's generator (None unless the service time is random).
 
-    Worker k always draws from child k of ``rng.spawn(workers)``, grouped or not.
+    Worker k always draws from child k of ``rng.spawn(workers)``, grouped or not; a
+    random server draws from one more child, ``spawn(workers + 1)[workers]``.
     """
-    children = as_generator(rng).spawn(cluster.workers)
+    children = as_generator(rng).spawn(cluster.workers + cluster.random_server)
+    server_rng = children[cluster.workers] if cluster.random_server else None
     scales = cluster.scales
     transfer = cluster.transfer_time
     m = cluster.group_size
@@ -275,12 +313,12 @@ def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True) -> l
         for k in range(cluster.workers)
     ]
     if not grouped:
-        return streams
+        return streams, server_rng
     intra = cluster.intra_group_time
     return [
         _GroupStream(streams[g * m : (g + 1) * m], intra, transfer, transfer)
         for g in range(cluster.groups)
-    ]
+    ], server_rng
 
 
 def _check_budget(name: str, count, horizon, local_steps) -> tuple[int | float, float]:
@@ -305,9 +343,11 @@ BYTES_PER_WORKER = 2048
 def simulator_bytes(cluster, events, local_steps: int) -> int:
     """Bytes the simulator holds beside the schedule: every worker's process and its
     block of drawn steps (up to 4,096 phases of ``local_steps`` steps; ``events`` may be
-    ``inf`` for a horizon, which draws full blocks)."""
+    ``inf`` for a horizon, which draws full blocks), and a random server's block of
+    service times."""
     blocks = min(events, _MAX_BLOCK)
-    return int(cluster.workers * (BYTES_PER_WORKER + 8 * blocks * int(local_steps)))
+    server = 8 * blocks if cluster.random_server else 0
+    return int(cluster.workers * (BYTES_PER_WORKER + 8 * blocks * int(local_steps)) + server)
 
 
 def _check_size(cluster, events, local_steps: int, field: str) -> None:
@@ -337,7 +377,8 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
     """One asynchronous worker (or group): compute phase, commit message, exchange.
 
     With a ``server`` (``simpy.Resource``, capacity 1, FIFO) the exchange queues there and
-    is served for ``server_time``; the commit is applied, and the worker pulls, when its
+    is served for ``server_time`` seconds (a float, or a callable that draws the next
+    service time, :class:`_ServiceStream`); the commit is applied, and the worker pulls, when its
     service ends: one atomic critical section. With ``server=None`` (a server that takes
     no time, so nothing ever queues) each exchange is one timeout (reply, compute phase,
     commit message) followed by the atomic commit-and-pull, recorded at the moment the
@@ -348,6 +389,7 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
     """
     timeout = env.timeout
     queued = server is not None
+    draw = None if isinstance(server_time, float) else server_time
     request = server.request if queued else None
     release = server.release if queued else None
     append_time = log.time.append
@@ -369,7 +411,7 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
                     yield req
                 if rows is not None:
                     row[2] = env.now
-                yield timeout(server_time)
+                yield timeout(server_time if draw is None else draw())
             elif rows is not None:
                 row[2] = env.now
             now = env.now
@@ -414,6 +456,10 @@ def simulate_async(
 
     When ``server_time == 0`` the server never queues, and the workers skip the
     ``simpy.Resource`` altogether (one SimPy event per commit); the trace is the same.
+    A random ``server_time`` (a :class:`ComputeTime`) draws each service from the
+    server's own generator; with exponential compute times (``local_steps = 1``, no link
+    time) and an exponential server this is the machine-repairman model, a closed
+    M/M/1//n queue (see the docs' cluster page for its throughput and response time).
     The mean staleness over a long run is ``n - 1`` for any timing model (a closed-loop
     queue fact); with exponential compute times staleness is Geometric(1/n).
 
@@ -453,16 +499,17 @@ def simulate_async(
     _check_activity(activity)
     limit, horizon = _check_budget("commits", commits, horizon, local_steps)
     _check_size(cluster, limit, local_steps, "commits" if commits is not None else "horizon")
-    streams = _streams(cluster, int(local_steps), rng)
+    streams, server_rng = _streams(cluster, int(local_steps), rng)
+    service = _service(cluster, server_rng)
     down = cluster.transfer_time
     env = simpy.Environment()
     log = _Log()
     stop = env.event()
     # a server that takes no time never queues: the workers skip the Resource altogether
-    server = None if cluster.server_time == 0.0 else simpy.Resource(env, capacity=1)
+    server = None if service == 0.0 else simpy.Resource(env, capacity=1)
     recorder = Recorder(len(streams)) if activity else None
     for k, stream in enumerate(streams):
-        env.process(_async_worker(env, k, stream.next_block, down, server, cluster.server_time,
+        env.process(_async_worker(env, k, stream.next_block, down, server, service,
                                   log, limit, horizon, stop,
                                   recorder.rows[k] if activity else None))
     env.run(until=stop)
@@ -501,8 +548,10 @@ class _Round:
 def _sync_worker(env, next_block, down, server, server_time, workers, state, stop,
                  rows=None):
     """A worker of a synchronous cluster: compute, commit, wait for the aggregate, pull.
-    ``rows`` (a list, or None) receives its exchange times, as in :func:`_async_worker`."""
+    ``server_time`` is a float or a callable, and ``rows`` (a list, or None) receives
+    its exchange times, as in :func:`_async_worker`."""
     timeout = env.timeout
+    draw = None if isinstance(server_time, float) else server_time
     delays = next_block(0.0)
     while delays:
         for delay in delays:
@@ -515,7 +564,7 @@ def _sync_worker(env, next_block, down, server, server_time, workers, state, sto
                 yield req
                 if rows is not None:
                     row[2] = env.now
-                yield timeout(server_time)
+                yield timeout(server_time if draw is None else draw())
                 server.release(req)
             elif rows is not None:
                 row[2] = env.now
@@ -569,7 +618,8 @@ def simulate_sync(
     row's ``time``); the result travels back over the link and the next round starts
     when it arrives. A round's ``duration`` is from its start to that arrival, so with
     constant compute time ``c``, transfer time ``x`` and equal workers it is
-    ``local_steps * c + 2 x + n * server_time``.
+    ``local_steps * c + 2 x + n * server_time`` (with a random ``server_time``, the sum
+    of the round's n service times, drawn from the server's own generator).
 
     Groups (``cluster.group_size``) and ``cluster.intra_group_time`` make no
     difference here: a fully synchronous round already waits for every worker, so the
@@ -615,7 +665,8 @@ def simulate_sync(
         semisync.quorum_of(cluster.workers)  # refused before any work
     limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
     _check_size(cluster, limit, local_steps, "rounds" if rounds is not None else "horizon")
-    streams = _streams(cluster, int(local_steps), rng, grouped=False)
+    streams, server_rng = _streams(cluster, int(local_steps), rng, grouped=False)
+    service = _service(cluster, server_rng)
     down = cluster.transfer_time
     if semisync is not None:
         return _semisync_trace(cluster, streams, semisync, int(local_steps), limit, horizon,
@@ -624,7 +675,7 @@ def simulate_sync(
     log = _Log()
     stop = env.event()
     state = [_Round(env)]
-    server = simpy.Resource(env, capacity=1) if cluster.server_time > 0.0 else None
+    server = None if service == 0.0 else simpy.Resource(env, capacity=1)
     recorder = Recorder(len(streams)) if activity else None
     for k, stream in enumerate(streams):
         env.process(
@@ -633,7 +684,7 @@ def simulate_sync(
                 stream.next_block,
                 down,
                 server,
-                cluster.server_time,
+                service,
                 cluster.workers,
                 state,
                 stop,

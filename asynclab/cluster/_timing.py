@@ -67,6 +67,10 @@ def as_generator(rng, field: str = "rng") -> np.random.Generator:
 class ComputeTime:
     """The time a worker takes for ONE local step, in simulated seconds.
 
+    The same object describes a random service time at the parameter server
+    (:attr:`Cluster.server_time`): one set of distributions, parameterised and checked
+    alike, for both.
+
     Every distribution is parameterised by its mean, so changing the distribution
     changes the shape of the compute times but not the throughput:
 
@@ -251,6 +255,17 @@ class Straggler:
             object.__setattr__(self, "at_time", _check_real("Straggler.at_time", self.at_time))
 
 
+def _check_server_time(value) -> float | ComputeTime:
+    """:attr:`Cluster.server_time` checked: a float >= 0, or a non-constant ComputeTime
+    (a constant one becomes its mean)."""
+    if isinstance(value, ComputeTime):
+        return float(value.mean) if value.distribution == "constant" else value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return _check_real("Cluster.server_time", value)
+    raise ConfigError("Cluster.server_time must be a finite number of seconds >= 0 or a "
+                      f"ComputeTime (a distribution of service times), got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Cluster:
     """A cluster of ``workers`` always-busy workers around one parameter server.
@@ -266,8 +281,12 @@ class Cluster:
       network: the link used for each commit (worker -> server) and each pull reply
         (server -> worker).
       message_bytes: size of one commit or pull message in bytes, an integer >= 0.
-      server_time: service time of one exchange at the parameter server, finite and
-        >= 0. The server serves one exchange at a time, first come first served.
+      server_time: service time of one exchange at the parameter server: a number of
+        seconds, finite and >= 0, or a :class:`ComputeTime` whose draws are the service
+        times (exponential, lognormal, gamma; a constant one is stored as its mean, so it
+        gives the very traces of that number). The server serves one exchange at a time,
+        first come first served. Random service times come from a generator of their
+        own, so the workers' step times do not change. See :attr:`mean_server_time`.
       group_size: workers per compute group (mixed clusters), an integer >= 1 that
         divides ``workers``. Group g holds workers g·m … (g+1)·m − 1 (their
         ``time_scale`` entries and stragglers apply to them); in the asynchronous
@@ -284,7 +303,7 @@ class Cluster:
     stragglers: tuple[Straggler, ...] = ()
     network: Link = Link()
     message_bytes: int = 0
-    server_time: float = 0.0
+    server_time: float | ComputeTime = 0.0
     group_size: int = 1
     intra_group_time: float = 0.0
 
@@ -339,9 +358,7 @@ class Cluster:
             "message_bytes",
             _check_int("Cluster.message_bytes", self.message_bytes, minimum=0),
         )
-        object.__setattr__(
-            self, "server_time", _check_real("Cluster.server_time", self.server_time)
-        )
+        object.__setattr__(self, "server_time", _check_server_time(self.server_time))
         m = _check_int("Cluster.group_size", self.group_size, minimum=1)
         if n % m:
             raise ConfigError(f"Cluster.group_size must divide Cluster.workers ({n}), got {m}")
@@ -361,6 +378,17 @@ class Cluster:
     def scales(self) -> tuple[float, ...]:
         """The per-worker compute-time multipliers (all 1 when ``time_scale`` is None)."""
         return self.time_scale if self.time_scale is not None else (1.0,) * self.workers
+
+    @property
+    def mean_server_time(self) -> float:
+        """Mean service time of one exchange at the server (seconds), constant or not."""
+        s = self.server_time
+        return s.mean_step() if isinstance(s, ComputeTime) else s
+
+    @property
+    def random_server(self) -> bool:
+        """Whether service times are random (a non-constant :class:`ComputeTime`)."""
+        return isinstance(self.server_time, ComputeTime)
 
     @property
     def transfer_time(self) -> float:

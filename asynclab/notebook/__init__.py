@@ -27,6 +27,7 @@ from ._mnist import ExchangeRecord as ExchangeRecord
 from ._mnist import compare_rules as compare_rules
 from ._mnist import exchange_record as exchange_record
 from ._staleness import momentum_data as momentum_data
+from ._staleness import server_staleness_data as server_staleness_data
 from ._staleness import staleness_data as staleness_data
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "plot_rule_comparison",
     "plot_running_probability",
     "rule_controls",
+    "server_staleness_data",
     "show",
     "staleness_data",
     "worker_paths",

@@ -7,7 +7,8 @@ expectation:
 
 The study replays asynchronous SGD (DOWNPOUR, λ = 1) on a diagonal quadratic with
 exponential compute times (or another distribution, to see where the prediction needs
-geometric staleness), for many seeds, each with its own cluster schedule, and
+geometric staleness; or a parameter server that takes time, whose queue makes staleness
+gather around n − 1), for many seeds, each with its own cluster schedule, and
 averages the central trajectory over the seeds. It then
 
 - runs the heavy-ball reference θ_{t+1} = θ_t + μ (θ_t − θ_{t−1}) − (η/n) ∇L(θ_t) with
@@ -53,6 +54,9 @@ class Config:
     seed: int = 0  # seeds are seed, seed + 1, …; seed s also schedules its own cluster
     compute: str = "exponential"  # the compute-time distribution of every local step
     compute_shape: float = 1.0  # its shape (lognormal σ, gamma k; see ComputeTime)
+    server: str = "constant"  # the distribution of the server's service time
+    server_time: float = 0.0  # its mean in seconds (0: a server that takes no time)
+    server_shape: float = 1.0  # its shape (lognormal σ, gamma k)
 
     @classmethod
     def quick(cls) -> Config:
@@ -107,6 +111,14 @@ def bootstrap_momentum(paths: np.ndarray, h, learning_rate: float, first: int, r
     return float(np.std(fits, ddof=1))
 
 
+def service_time(config: Config) -> float | ComputeTime:
+    """The server's service time the config describes, as ``Cluster.server_time`` takes
+    it: seconds (constant) or a :class:`~asynclab.cluster.ComputeTime`."""
+    if config.server == "constant":
+        return config.server_time
+    return ComputeTime(config.server, mean=config.server_time, shape=config.server_shape)
+
+
 def run(config: Config = Config(), progress=None) -> dict:
     """Mean central trajectories, heavy-ball references and fitted momenta for every n."""
     problem = get_problem("quadratic", dim=config.dim, condition=config.condition)
@@ -114,10 +126,12 @@ def run(config: Config = Config(), progress=None) -> dict:
     h = curvatures(config)
     seeds = list(range(config.seed, config.seed + config.seeds))
     rng = np.random.default_rng(config.seed)
+    server = service_time(config)
     mean_paths, references, plain, fitted, fit_error, spread = [], [], [], [], [], []
     for n in progress_bar(config.workers, desc="implicit momentum", unit="n",
                   progress=progress):
-        cluster = Cluster(n, ComputeTime(config.compute, shape=config.compute_shape))
+        cluster = Cluster(n, ComputeTime(config.compute, shape=config.compute_shape),
+                          server_time=server)
         traces = [simulate_async(cluster, commits=config.commits, rng=s) for s in seeds]
         result = replay(rule, problem, traces, seeds=seeds, noise=config.noise, record_every=1,
                         record_paths=True)
