@@ -143,6 +143,22 @@ def test_quorum_n_and_no_backup_are_the_plain_synchronous_trace_bit_for_bit():
                                           getattr(plain.activity, field))
 
 
+@pytest.mark.parametrize("late", ["discard", "stale"])
+def test_a_random_server_serves_semisync_rounds_as_it_serves_plain_ones(late):
+    # quorum n with a random server: the same service draws in the same order as the
+    # plain synchronous run, so the same trace bit for bit; a quorum below n closes
+    # rounds earlier, and the server's draws never change the workers' step times
+    server = ComputeTime("exponential", mean=0.05)
+    cluster = Cluster(workers=4, compute=EXPONENTIAL, server_time=server)
+    plain = simulate_sync(cluster, rounds=30, rng=2)
+    full = simulate_sync(cluster, rounds=30, rng=2, semisync=SemiSync(quorum=4, late=late))
+    np.testing.assert_array_equal(full.time, plain.time)
+    np.testing.assert_array_equal(full.duration, plain.duration)
+    early = simulate_sync(cluster, rounds=30, rng=2, semisync=SemiSync(quorum=2, late=late))
+    assert (early.counted.sum(axis=1) == 2).all()
+    assert early.time[-1] < plain.time[-1]
+
+
 def test_backup_workers_are_a_quorum_of_the_others():
     cluster = Cluster(workers=6, compute=EXPONENTIAL, server_time=0.02)
     backup = simulate_sync(cluster, rounds=50, rng=3, semisync=SemiSync(backup=2))

@@ -217,8 +217,11 @@ def _semisync_worker(env, worker, next_block, down, server, server_time, rounds:
     queued or served at the server); it then starts a new phase at once, the reply with
     the new centre travelling first, as after any round. ``rows`` as in the plain
     synchronous worker; a cancelled row gets a sixth entry, the time it was cut.
+    ``server_time`` is a float or a callable drawing the next service time (a random
+    server); a service cut short by the round's close still used its draw.
     """
     timeout = env.timeout
+    draw = None if isinstance(server_time, float) else server_time
     delays = next_block(0.0)
     while delays:
         for delay in delays:
@@ -233,7 +236,7 @@ def _semisync_worker(env, worker, next_block, down, server, server_time, rounds:
                     yield req
                     if rows is not None:
                         row[2] = env.now
-                    yield timeout(server_time)
+                    yield timeout(server_time if draw is None else draw())
                     server.release(req)
                 elif rows is not None:
                     row[2] = env.now
@@ -251,7 +254,7 @@ def _semisync_worker(env, worker, next_block, down, server, server_time, rounds:
                     else:
                         if rows is not None:
                             row[2] = env.now
-                        yield timeout(server_time) | mine.result
+                        yield timeout(server_time if draw is None else draw()) | mine.result
                         server.release(req)
                 elif not mine.closed and rows is not None:
                     row[2] = env.now
@@ -270,10 +273,13 @@ def _semisync_worker(env, worker, next_block, down, server, server_time, rounds:
         rounds.stop.succeed()
 
 
-def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, recorder=None):
+def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, recorder=None,
+                    service=None):
     """Run the semi-synchronous simulation of ``streams`` (one per worker) until ``limit``
     rounds or the first aggregate after ``horizon``; ``recorder`` (an activity
     :class:`~asynclab.cluster._activity.Recorder`, or None) receives every exchange.
+    ``service``: the server's service time, a float or a callable drawing the next one
+    (None: ``cluster.server_time``, which is then a float).
 
     Returns:
       ``(time, duration, counted)``: float64 ``(R,)``, float64 ``(R,)``, bool ``(R, n)``.
@@ -284,10 +290,12 @@ def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, record
     stop = env.event()
     rounds = _Rounds(env, quorum, semisync.min_count, cluster.transfer_time, limit, horizon,
                      stop)
-    server = simpy.Resource(env, capacity=1) if cluster.server_time > 0.0 else None
+    if service is None:
+        service = cluster.server_time
+    server = None if service == 0.0 else simpy.Resource(env, capacity=1)
     for k, stream in enumerate(streams):
         env.process(_semisync_worker(env, k, stream.next_block, cluster.transfer_time, server,
-                                     cluster.server_time, rounds, semisync.stale,
+                                     service, rounds, semisync.stale,
                                      None if recorder is None else recorder.rows[k]))
     if quorum is None:
         deadline = math.inf if semisync.deadline is None else semisync.deadline

@@ -670,7 +670,7 @@ def simulate_sync(
     down = cluster.transfer_time
     if semisync is not None:
         return _semisync_trace(cluster, streams, semisync, int(local_steps), limit, horizon,
-                               activity)
+                               activity, service)
     env = simpy.Environment()
     log = _Log()
     stop = env.event()
@@ -707,11 +707,12 @@ def simulate_sync(
         delays=[s.delays() for s in streams]))
 
 
-def _semisync_trace(cluster, streams, semisync, local_steps, limit, horizon, activity):
+def _semisync_trace(cluster, streams, semisync, local_steps, limit, horizon, activity,
+                    service):
     """The round trace of semi-synchronous rounds (:mod:`asynclab.cluster._rounds`)."""
     recorder = Recorder(len(streams)) if activity else None
     time, duration, counted = simulate_rounds(streams, cluster, semisync, limit, horizon,
-                                              recorder)
+                                              recorder, service)
     trace = RoundTrace(time=time, duration=duration, n_workers=cluster.workers,
                        local_steps=local_steps, counted=counted, late=semisync.late)
     if not activity:
