@@ -218,14 +218,21 @@ def _log_file(path: Path) -> Path:
 
 def _text_size(path: Path) -> int:
     """The bytes of text in the log: its size, or for gzip its stored length (modulo 4 GiB
-    by the format, so at least the compressed size times the smallest ratio)."""
+    by the format, so at least the compressed size times the smallest ratio). A stored
+    length beyond what deflate can expand the file to (1,032:1 at most) is not a length
+    but the bytes of a truncated file: the file's bound replaces it, and reading it then
+    says that it is truncated rather than refusing it for memory it would never need."""
     size = path.stat().st_size
     if path.suffix != ".gz":
         return size
     with open(path, "rb") as file:
         file.seek(-4, 2)
         stored = int.from_bytes(file.read(4), "little")
-    return max(stored, size)
+    return max(min(stored, _DEFLATE_MAX_RATIO * size), size)
+
+
+#: deflate's largest expansion, bytes of output per byte of input (zlib's technical notes)
+_DEFLATE_MAX_RATIO = 1032
 
 
 def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
