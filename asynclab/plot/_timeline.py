@@ -76,6 +76,19 @@ def _rectangles(start, end, row) -> np.ndarray:
                      np.stack([end, high], -1), np.stack([start, high], -1)], 1)
 
 
+def _kind_handles(a) -> list:
+    """Legend entries for the interval kinds present in activity ``a`` (None: none)."""
+    if a is None or not a.n_intervals:
+        return []
+    straggling = a.delay > 0
+    handles = [Patch(color=KIND_COLORS[kind], label=kind) for code, kind in enumerate(KINDS)
+               if ((a.kind == code) & ~straggling).any()]
+    if straggling.any():
+        handles.append(Patch(facecolor=STRAGGLER_COLOR, edgecolor="white", hatch="////",
+                             label="compute (straggler)"))
+    return handles
+
+
 def draw_timeline(ax, source, *, colorbar: bool = False, legend: bool = True):
     """What every worker did when, against simulated time.
 
@@ -101,7 +114,7 @@ def draw_timeline(ax, source, *, colorbar: bool = False, legend: bool = True):
     """
     s = _Schedule(source)
     a = s.activity
-    handles = []
+    handles = _kind_handles(a)
     if a is not None and a.n_intervals:
         straggling = a.delay > 0
         for code, kind in enumerate(KINDS):
@@ -111,14 +124,11 @@ def draw_timeline(ax, source, *, colorbar: bool = False, legend: bool = True):
             ax.add_collection(PolyCollection(
                 _rectangles(a.start[chosen], a.end[chosen], a.worker[chosen]),
                 facecolors=KIND_COLORS[kind], edgecolors="none", label=kind, zorder=1))
-            handles.append(Patch(color=KIND_COLORS[kind], label=kind))
         if straggling.any():
             ax.add_collection(PolyCollection(
                 _rectangles(a.start[straggling], a.end[straggling], a.worker[straggling]),
                 facecolors=STRAGGLER_COLOR, edgecolors="white", hatch="////", lw=0.0,
                 label="straggler", zorder=1))
-            handles.append(Patch(facecolor=STRAGGLER_COLOR, edgecolor="white", hatch="////",
-                                 label="compute (straggler)"))
     if s.synchronous:
         times = np.repeat(s.times, s.workers)
         who = np.tile(np.arange(s.workers), s.times.size)
@@ -149,6 +159,8 @@ def draw_timeline(ax, source, *, colorbar: bool = False, legend: bool = True):
     what = "rounds" if s.synchronous else "commits"
     ax.set_title(("activity and " if a is not None else "") + f"{what} of each {unit}")
     if legend and handles:
+        # a fixed distance under the axes (below the x label) whatever the panel's height:
+        # a short timeline of few workers is only an inch or two high
         legend_below(ax, handles=handles, ncol=min(len(handles), 5), gap=0.2)
     return marks
 
@@ -198,7 +210,13 @@ def timeline(trace, path=None, *, title: str | None = None):
     else:
         fig, ax = plt.subplots(figsize=(1.8 * PANEL_WIDTH, height))
         side = None
-    draw_timeline(ax, trace, colorbar=not s.synchronous)
+    draw_timeline(ax, trace, colorbar=not s.synchronous, legend=False)
+    handles = _kind_handles(trace.activity)
+    rect = None
+    if handles:  # under the whole figure, outside tight_layout's reach: never over a label
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 5),
+                   bbox_to_anchor=(0.5, 0.0), frameon=False)
+        rect = (0, 0.42 / height, 1, 1)
     if side is not None:
         _draw_shares(side, trace.activity, s.workers, s.end)
     if title is None:
@@ -207,4 +225,4 @@ def timeline(trace, path=None, *, title: str | None = None):
         what = "rounds" if s.synchronous else "commits"
         title = (f"{kind} cluster: {s.workers} {unit}, $\\lambda$ = {trace.local_steps}, "
                  f"{trace.n_events} {what} in {s.end:.4g} s")
-    return finish(fig, path, title)
+    return finish(fig, path, title, rect=rect)
