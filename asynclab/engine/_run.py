@@ -59,6 +59,8 @@ def _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster) -> Ru
         raise ConfigError(f"rule {rule!r} has no local steps (λ); drop local_steps={local_steps}")
     if "workers" in accepted and "workers" not in options:
         options["workers"] = cluster.groups
+    if "speeds" in accepted and options.get("dynamic") and options.get("speeds") is None:
+        options["speeds"] = tuple(1.0 / s for s in cluster.scales)  # steps per second
     return make_rule(rule, **options)
 
 
@@ -184,7 +186,7 @@ def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0,
     if rule.synchronous:
         return simulate_sync(cluster, local_steps=rule.local_steps, rounds=commits,
                              horizon=horizon, rng=rng, activity=activity)
-    return simulate_async(cluster, local_steps=rule.local_steps, commits=commits,
+    return simulate_async(cluster, local_steps=rule.schedule_steps, commits=commits,
                           horizon=horizon, rng=rng, activity=activity)
 
 
