@@ -59,8 +59,13 @@ def _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster) -> Ru
         raise ConfigError(f"rule {rule!r} has no local steps (λ); drop local_steps={local_steps}")
     if "workers" in accepted and "workers" not in options:
         options["workers"] = cluster.groups
-    if "speeds" in accepted and options.get("dynamic") and options.get("speeds") is None:
-        options["speeds"] = tuple(1.0 / s for s in cluster.scales)  # steps per second
+    if "speeds" in accepted and options.get("dynamic"):
+        speeds = options.get("speeds")
+        if speeds is None:
+            options["speeds"] = tuple(1.0 / s for s in cluster.scales)  # steps per second
+        elif isinstance(speeds, tuple) and len(speeds) != cluster.groups:
+            raise ConfigError(f"{rule}: speeds must have one entry per worker "
+                              f"({cluster.groups}), got {len(speeds)}")
     return make_rule(rule, **options)
 
 
