@@ -111,6 +111,7 @@ def run(config: Config, progress: bool | None = None) -> dict:
             time=result.record_time[0], work=work[result.record_events].astype(np.float64),
             loss=np.asarray(result.loss, np.float64),
             accuracy=np.asarray(result.metrics["accuracy"], np.float64),
+            validation_loss=np.asarray(result.metrics["validation_loss"], np.float64),
             events=int(trace.n_events),
             windows=np.array(rule.schedule_steps if rule.worker_steps is not None
                              else (rule.local_steps,) * n))
@@ -122,42 +123,55 @@ def run(config: Config, progress: bool | None = None) -> dict:
             data[f"{variant}__{key}"] = value
         data[f"{variant}__final_loss"] = c["loss"][:, -1]
         data[f"{variant}__final_accuracy"] = c["accuracy"][:, -1]
+        data[f"{variant}__final_validation_loss"] = c["validation_loss"][:, -1]
         data[f"{variant}__equal_work_loss"] = c["loss"][:, within]
         data[f"{variant}__equal_work_time"] = float(c["time"][within])
     return data
 
 
 def table(data: dict) -> str:
-    """The study's table in Markdown: per variant, commits, windows, final loss and
-    accuracy at equal simulated time, and the loss at the synchronous run's work."""
-    rows = ["| variant | commits | windows H_k | loss (equal time) | accuracy (equal time) "
-            "| loss (equal work) | at time (s) |", "|---|---|---|---|---|---|---|"]
+    """The study's table in Markdown: per variant, commits, windows, the final training
+    loss, validation loss and accuracy (equal simulated time), and the training loss at the
+    last record within the synchronous run's gradient evaluations (equal work), with the
+    simulated time of that record; mean ± standard deviation over seeds."""
+    rows = ["| variant | commits | windows H_k | training loss (equal time) | validation "
+            "loss (equal time) | accuracy (equal time) | training loss (equal work) | "
+            "reached at (s) |", "|---|---|---|---|---|---|---|---|"]
+
     def cell(v, key, digits=3):
         x = np.asarray(data[f"{v}__{key}"])
-        return f"{x.mean():.{digits}f} ± {x.std(ddof=1) if x.size > 1 else 0.0:.{digits}f}"
+        return f"{x.mean():.{digits}g} ± {x.std(ddof=1) if x.size > 1 else 0.0:.2g}"
 
     for variant in data["variants"]:
         v = str(variant)
         windows = ", ".join(str(int(h)) for h in data[f"{v}__windows"])
         rows.append(f"| {v} | {int(data[f'{v}__events'])} | {windows} | {cell(v, 'final_loss')} "
-                    f"| {cell(v, 'final_accuracy')} | {cell(v, 'equal_work_loss')} "
+                    f"| {cell(v, 'final_validation_loss')} | {cell(v, 'final_accuracy')} "
+                    f"| {cell(v, 'equal_work_loss')} "
                     f"| {float(data[f'{v}__equal_work_time']):.0f} |")
     return "\n".join(rows)
 
 
 def main(argv=None) -> int:
-    """``python -m asynclab.studies.async_diloco [--quick]``: print the table."""
+    """``python -m asynclab.studies.async_diloco [--quick] [--save PATH]``: print the
+    table (and save the data)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the quick configuration")
     parser.add_argument("--rounds", type=int, default=None, help="budget in sync rounds")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0, 1, …")
+    parser.add_argument("--save", default=None, help="also save the data here (.npz)")
     args = parser.parse_args(argv)
     config = Config.quick() if args.quick else Config()
     changes = {k: v for k, v in (("rounds", args.rounds), ("seeds", args.seeds)) if v}
     config = dataclasses.replace(config, **changes)
-    print(table(run(config)))
+    data = run(config)
+    if args.save:
+        from ._io import save
+
+        save(args.save, data, config)
+    print(table(data))
     return 0
 
 
