@@ -251,29 +251,3 @@ def test_command_line_runs_dn_with_dylu_and_refuses_a_bad_period(capsys):
     assert main([*args[:-6], "--param", "delay_period=0", "--commits", "5"]) == 2
     assert "async_diloco: delay_period" in capsys.readouterr().err
 
-
-@pytest.mark.slow  # the study's quick configuration: five MNIST replays (about 50 s)
-def test_study_quick_orders_naive_below_sync_and_dn_above_naive(tmp_path):
-    from asynclab.studies import async_diloco as study
-    from asynclab.studies import load, save
-
-    config = study.Config.quick()
-    data = study.run(config, progress=False)
-    final = {v: np.mean(data[f"{v}__final_loss"]) for v in study.VARIANTS}
-    # quick (4 rounds' time, 2 seeds): sync 0.55, naive 2.3, dn 0.26, dylu 2.2,
-    # dn+dylu 0.26: the naive outer momentum per commit loses to synchronous DiLoCo at
-    # equal time, and Delayed Nesterov repairs it
-    assert final["naive"] > 2 * final["sync"]
-    assert final["dn"] < final["naive"] / 4 and final["dn+dylu"] < final["naive"] / 4
-    assert final["dn"] < final["sync"]
-    # the schedule: per-worker windows only with DyLU, and every variant ran to the horizon
-    assert list(data["dylu__windows"]) == [20, 15, 7, 3]
-    assert list(data["naive__windows"]) == [20, 20, 20, 20]
-    assert data["sync__events"] == config.rounds
-    for v in study.VARIANTS:
-        assert data[f"{v}__time"][-1] <= data["horizon"]
-        assert data[f"{v}__time"][-1] > data["horizon"] - 20 * 3.33
-    table = study.table(data)
-    assert table.count("\n") == 1 + len(study.VARIANTS) and "| dn+dylu |" in table
-    loaded, _ = load(save(tmp_path / "study.npz", data, config))
-    np.testing.assert_array_equal(loaded["dn__loss"], data["dn__loss"])

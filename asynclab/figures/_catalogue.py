@@ -123,6 +123,14 @@ def _straggler_title(config) -> str:
             f"{config.delay:g} s longer")
 
 
+def _async_diloco_title(config) -> str:
+    times = ", ".join(f"{t:g}" for t in config.step_times)
+    return (f"Asynchronous DiLoCo: {len(config.step_times)} workers at {times} s per step, "
+            f"$H$ = {config.local_steps} AdamW steps, {config.dataset} ({config.model}), "
+            f"the time of {config.rounds} synchronous rounds, DN period $N$ = "
+            f"{config.delay_period}, {config.seeds} seeds")
+
+
 _ALL = [
     Figure("staleness", "Staleness histograms for n ∈ {10, 20, 30, 60} with the geometric "
            "fit, a heterogeneous cluster and one with a 10× slower worker.",
@@ -162,6 +170,10 @@ _ALL = [
     Figure("scaling", "Time to a target accuracy and final accuracy against n for "
            "synchronous, asynchronous and mixed clusters.",
            "scaling", "scaling:plot_scaling", _scaling_title, pass_config=True),
+    Figure("async_diloco", "Asynchronous DiLoCo on a heterogeneous cluster: the naive "
+           "outer Nesterov step per commit fails, Delayed Nesterov repairs it, dynamic local "
+           "updates do not help here.",
+           "async_diloco", "async_diloco:plot_async_diloco", _async_diloco_title),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.
