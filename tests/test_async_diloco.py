@@ -251,3 +251,21 @@ def test_command_line_runs_dn_with_dylu_and_refuses_a_bad_period(capsys):
     assert main([*args[:-6], "--param", "delay_period=0", "--commits", "5"]) == 2
     assert "async_diloco: delay_period" in capsys.readouterr().err
 
+
+
+def test_masked_per_worker_windows_draw_the_noise_of_plain_windows():
+    """Per-worker windows that are all 3 (the masked local work, built from the parts)
+    compute what λ = 3 computes, noise included: step s of worker k draws (seed, k, s)."""
+    rule = async_diloco(2e-3, 3, inner="sgd", outer_learning_rate=1.0, outer_momentum=0.0)
+    masked = parts.asynchronous(
+        "masked", inner=optax.sgd(2e-3), local_steps=3, commit=parts.outer_gradient,
+        apply=parts.outer_sgd(optax.sgd(1.0, momentum=0.0, nesterov=True))[1],
+        init_extra=parts.outer_sgd(optax.sgd(1.0, momentum=0.0, nesterov=True))[0],
+        pull=parts.reset_to_center, worker_steps=(3, 3, 3), hyperparameters={})
+    assert masked.worker_steps == (3, 3, 3) and masked.schedule_steps == (3, 3, 3)
+    cluster = Cluster(3)
+    a = replay(masked, beale(), simulate_async(cluster, local_steps=(3, 3, 3), commits=90),
+               seeds=[0, 1], noise=10.0)
+    b = replay(rule, beale(), simulate_async(cluster, local_steps=3, commits=90),
+               seeds=[0, 1], noise=10.0)
+    np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
