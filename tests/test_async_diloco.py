@@ -269,3 +269,12 @@ def test_masked_per_worker_windows_draw_the_noise_of_plain_windows():
     b = replay(rule, beale(), simulate_async(cluster, local_steps=3, commits=90),
                seeds=[0, 1], noise=10.0)
     np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
+
+
+def test_traces_with_per_worker_windows_keep_and_describe_them():
+    from asynclab.cluster import trace_from_order
+    from asynclab.cluster._export import describe
+
+    trace = simulate_async(Cluster(3), local_steps=(3, 2, 1), commits=10, activity=True)
+    assert describe(trace)["local_steps"] == [3, 2, 1]
+    assert trace_from_order([0, 1, 2, 0], 3, local_steps=(3, 2, 1)).local_steps == (3, 2, 1)
