@@ -329,3 +329,38 @@ def test_semisync_provenance():
     close(result.time_to_target(config.target, metric="loss").seconds[0],
           data["seconds_to_target"][m, w, s])
     close(result.loss[0, -1], data["final_loss"][m, w, s])
+
+
+def test_async_diloco_provenance():
+    # Cell: DN + DyLU's whole schedule (the simulator alone, exact, ~0.1 s); its replay
+    # is the slow tier's test below (compiling the net's replay takes ~8 s here).
+    study, data, config = committed("async_diloco")
+    variant = "dn+dylu"
+    cluster = study._cluster(config)
+    rule = study.rule_for(variant, config, cluster.workers)
+    np.testing.assert_array_equal(rule.worker_steps, data[f"{variant}__windows"])
+    trace = asynclab.engine.schedule(rule, cluster, horizon=data["horizon"], rng=0)
+    assert trace.n_events == data[f"{variant}__events"]
+    every = max(1, trace.n_events // config.records)
+    np.testing.assert_array_equal(trace.time[every - 1::every][:config.records],
+                                  data[f"{variant}__time"][1:config.records + 1])
+
+
+@pytest.mark.slow  # compiling the MNIST replay: ~8 s
+def test_async_diloco_replay_provenance():
+    # Cell: DN + DyLU, seed 0, the first 3 records: one seed over the schedule's first
+    # 3 × record_every commits.
+    study, data, config = committed("async_diloco")
+    variant, s, records = "dn+dylu", 0, 3
+    cluster = study._cluster(config)
+    rule = study.rule_for(variant, config, cluster.workers)
+    trace = asynclab.engine.schedule(rule, cluster, horizon=data["horizon"], rng=0)
+    every = max(1, trace.n_events // config.records)
+    k = records * every
+    prefix = trace._replace(time=trace.time[:k], worker=trace.worker[:k],
+                            pulled_clock=trace.pulled_clock[:k], staleness=trace.staleness[:k])
+    problem = get_problem(config.dataset, model=config.model, batch_size=config.batch_size,
+                          workers=cluster.workers)
+    result = replay(rule, problem, prefix, seeds=[s], record_every=every, progress=False)
+    close(result.loss[0], data[f"{variant}__loss"][s, :records + 1])
+    close(result.metrics["accuracy"][0], data[f"{variant}__accuracy"][s, :records + 1])

@@ -33,6 +33,9 @@ SUITE = {
     "post_local_sgd": dict(local_steps=4, warmup_rounds=20),
     "easgd": dict(local_steps=4, elasticity=2.0),
     "diloco": dict(local_steps=10, inner="adamw", learning_rate=0.01),
+    # SGD inner: Adam at a constant step keeps oscillating around a noiseless minimum, and
+    # without the averaging of synchronous rounds that stays above the target
+    "async_diloco": dict(local_steps=10, inner="sgd", delay_period=4),
 }
 QUADRATIC = dict(problem="quadratic", problem_options={"dim": 10, "condition": 10.0},
                  learning_rate=0.02, commits=3000, target=1e-4)

@@ -182,7 +182,7 @@ def run_threads(
     trace = Trace(time=times.astype(np.float64), worker=who.astype(np.int32),
                   pulled_clock=pulled.astype(np.int32),
                   staleness=(clock - pulled).astype(np.int32), n_workers=n,
-                  local_steps=rule.local_steps)
+                  local_steps=rule.schedule_steps)
     return ThreadsRun(
         trace=trace,
         final_params=jax.tree.map(np.asarray, shared["server"].center),

@@ -10,7 +10,8 @@ from .._errors import ConfigError
 
 
 def _value(text: str):
-    """A ``--param`` value: int, float, bool or string."""
+    """A ``--param`` value: int, float, bool, a comma list of numbers (a tuple: async
+    DiLoCo's ``speeds=1.7,1.3,0.66,0.3``) or string."""
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
@@ -19,6 +20,10 @@ def _value(text: str):
             return kind(text)
         except ValueError:
             pass
+    if "," in text:
+        items = tuple(_value(part.strip()) for part in text.split(","))
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
+            return items
     return text
 
 

@@ -54,7 +54,8 @@ def describe(trace) -> dict:
     return {
         "schedule": "synchronous" if synchronous else "asynchronous",
         "n_workers": int(trace.n_workers),
-        "local_steps": int(trace.local_steps),
+        "local_steps": ([int(h) for h in trace.local_steps]  # one window per worker
+                        if isinstance(trace.local_steps, tuple) else int(trace.local_steps)),
         "group_size": 1 if synchronous else int(trace.group_size),
         "events": int(trace.n_events),
         "duration": float(trace.time[-1]) if trace.n_events else 0.0,

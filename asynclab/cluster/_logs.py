@@ -658,6 +658,9 @@ def log_from_threads(run) -> StepLog:
       A :class:`StepLog` with ``local_steps`` = the run's λ.
     """
     trace = run.trace
+    if isinstance(trace.local_steps, tuple):
+        raise ConfigError("log_from_threads: a step log has one λ for every row; this run "
+                          f"gave its workers windows of their own, {trace.local_steps}")
     n = trace.n_workers
     worker = np.asarray(trace.worker, dtype=np.int64)
     end = np.asarray(trace.time, dtype=np.float64)

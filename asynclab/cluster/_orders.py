@@ -25,7 +25,8 @@ def trace_from_order(worker: Sequence[int], n_workers: int, *, local_steps: int 
     Args:
       worker: the committing worker (or group, for a mixed rule) of each event.
       n_workers: number of workers (groups).
-      local_steps: λ, the local steps per commit.
+      local_steps: λ, the local steps per commit, or a tuple of one count per worker
+        (asynchronous DiLoCo's dynamic local updates).
       time: seconds of each commit (default: every worker takes one second per commit
         and the commits are spread evenly, ``(t + 1) / n``).
       group_size: workers per group, for the ``mixed`` rule.
@@ -44,7 +45,9 @@ def trace_from_order(worker: Sequence[int], n_workers: int, *, local_steps: int 
         time = np.arange(1, worker.size + 1) / n_workers
     return Trace(time=np.asarray(time, np.float64), worker=worker, pulled_clock=pulled,
                  staleness=(np.arange(worker.size, dtype=np.int32) - pulled),
-                 n_workers=int(n_workers), local_steps=int(local_steps),
+                 n_workers=int(n_workers),
+                 local_steps=tuple(int(h) for h in local_steps)
+                 if isinstance(local_steps, tuple) else int(local_steps),
                  group_size=int(group_size))
 
 

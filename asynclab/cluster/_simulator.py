@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 import simpy
@@ -287,13 +288,19 @@ class _Log:
         self.clock = 0
 
 
-def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True):
+def _streams(cluster: Cluster, local_steps: int | tuple[int, ...], rng,
+             grouped: bool = True):
     """One stream per committing unit (per worker, or per group when ``grouped``), and
     the server's generator (None unless the service time is random).
 
     Worker k always draws from child k of ``rng.spawn(workers)``, grouped or not; a
     random server draws from one more child, ``spawn(workers + 1)[workers]``.
+    ``local_steps`` is one count for every worker, or a tuple of one count per worker.
     """
+    if isinstance(local_steps, tuple):
+        steps = local_steps
+    else:
+        steps = (local_steps,) * cluster.workers
     children = as_generator(rng).spawn(cluster.workers + cluster.random_server)
     server_rng = children[cluster.workers] if cluster.random_server else None
     scales = cluster.scales
@@ -305,7 +312,7 @@ def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True):
         _ComputeStream(
             cluster.compute.stream(k, children[k]),
             scales[k],
-            local_steps,
+            steps[k],
             link,
             link,
             [s for s in cluster.stragglers if s.worker == k],
@@ -319,6 +326,26 @@ def _streams(cluster: Cluster, local_steps: int, rng, grouped: bool = True):
         _GroupStream(streams[g * m : (g + 1) * m], intra, transfer, transfer)
         for g in range(cluster.groups)
     ], server_rng
+
+
+def _worker_steps(cluster: Cluster, local_steps) -> tuple[int, ...] | None:
+    """``local_steps`` given as one count per worker, checked (a tuple); None for one
+    count for every worker (checked by :func:`_check_budget`)."""
+    if isinstance(local_steps, str | bytes) or not isinstance(local_steps,
+                                                              Sequence | np.ndarray):
+        return None
+    if cluster.group_size > 1:
+        raise ConfigError("local_steps: one count per worker needs a cluster without groups "
+                          f"(group_size 1), got group_size={cluster.group_size}")
+    if len(local_steps) != cluster.workers:
+        raise ConfigError(f"local_steps must have one entry per worker ({cluster.workers}), "
+                          f"got {len(local_steps)} entries")
+    steps = []
+    for k, h in enumerate(local_steps):
+        if not isinstance(h, numbers.Integral) or isinstance(h, bool):
+            raise ConfigError(f"local_steps[{k}] must be an integer >= 1, got {h!r}")
+        steps.append(_validate.count(h, f"local_steps[{k}]"))
+    return tuple(steps)
 
 
 def _check_budget(name: str, count, horizon, local_steps) -> tuple[int | float, float]:
@@ -438,7 +465,7 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
 def simulate_async(
     cluster: Cluster,
     *,
-    local_steps: int = 1,
+    local_steps: int | Sequence[int] = 1,
     commits: int | None = None,
     horizon: float | None = None,
     rng: np.random.Generator | int | None = None,
@@ -472,9 +499,17 @@ def simulate_async(
     number of groups (so the mean staleness is ``groups - 1``) and ``group_size`` m.
     With m = 1 the run is the plain one, bit for bit.
 
+    Per-worker windows (``local_steps`` a sequence, one count H_k per worker, a
+    cluster without groups): worker k computes H_k steps per exchange, so its phase is
+    the sum of its own H_k step times (asynchronous DiLoCo's dynamic local updates). It
+    draws its steps in blocks of H_k from its own generator, so with every H_k equal to
+    H the trace is the one of ``local_steps=H``, bit for bit; the trace's
+    ``local_steps`` is then the tuple.
+
     Args:
       cluster: the cluster's timing model.
-      local_steps: local steps (λ, the communication window) per exchange, >= 1.
+      local_steps: local steps (λ, the communication window) per exchange, >= 1; or a
+        sequence of one count per worker.
       commits: stop after exactly this many commits (>= 1).
       horizon: or: stop at the first commit after this many simulated seconds; the
         trace holds the commits with ``time <= horizon``. Give exactly one of the two.
@@ -497,9 +532,12 @@ def simulate_async(
     """
     _check_cluster(cluster)
     _check_activity(activity)
-    limit, horizon = _check_budget("commits", commits, horizon, local_steps)
-    _check_size(cluster, limit, local_steps, "commits" if commits is not None else "horizon")
-    streams, server_rng = _streams(cluster, int(local_steps), rng)
+    per_worker = _worker_steps(cluster, local_steps)
+    widest = local_steps if per_worker is None else max(per_worker)
+    limit, horizon = _check_budget("commits", commits, horizon, widest)
+    _check_size(cluster, limit, widest, "commits" if commits is not None else "horizon")
+    streams, server_rng = _streams(
+        cluster, int(local_steps) if per_worker is None else per_worker, rng)
     service = _service(cluster, server_rng)
     down = cluster.transfer_time
     env = simpy.Environment()
@@ -520,7 +558,7 @@ def simulate_async(
         pulled_clock=pulled,
         staleness=np.arange(pulled.shape[0], dtype=np.int32) - pulled,
         n_workers=cluster.groups,
-        local_steps=int(local_steps),
+        local_steps=int(local_steps) if per_worker is None else per_worker,
         group_size=cluster.group_size,
     )
     if not activity:

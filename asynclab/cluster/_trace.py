@@ -26,7 +26,8 @@ class Trace(NamedTuple):
       pulled_clock: int32 ``(T,)``, server clock at that worker's previous pull.
       staleness: int32 ``(T,)``, ``arange(T) - pulled_clock``.
       n_workers: number of committing units: workers, or groups in a mixed cluster.
-      local_steps: local steps (λ) each worker computed between two exchanges.
+      local_steps: local steps (λ) each worker computed between two exchanges, or a
+        tuple of one count per worker (per-worker windows, ``simulate_async``).
       group_size: workers per group in a mixed cluster (``worker`` then holds the group
         index), 1 otherwise.
       activity: what every worker (group) did when, an :class:`Activity`, when the
@@ -39,7 +40,7 @@ class Trace(NamedTuple):
     pulled_clock: np.ndarray
     staleness: np.ndarray
     n_workers: int
-    local_steps: int
+    local_steps: int | tuple[int, ...]
     group_size: int = 1
     activity: Activity | None = None
 

@@ -280,10 +280,10 @@ def check_traces(rule: Rule, traces: Sequence[Trace | RoundTrace]) -> int:
         raise ConfigError("the trace has no events; give a positive budget")
     group_size = rule.group_size
     for trace in traces:
-        if trace.local_steps != rule.local_steps:
+        if trace.local_steps != rule.schedule_steps:
             raise ConfigError(
                 f"the trace was scheduled for local_steps={trace.local_steps} but the rule "
-                f"{rule.name} takes local_steps={rule.local_steps}"
+                f"{rule.name} takes local_steps={rule.schedule_steps}"
             )
         if getattr(trace, "group_size", 1) != group_size:  # RoundTraces have no groups
             raise ConfigError(

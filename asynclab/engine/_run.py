@@ -61,6 +61,13 @@ def _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster) -> Ru
         raise ConfigError(f"rule {rule!r} has no local steps (λ); drop local_steps={local_steps}")
     if "workers" in accepted and "workers" not in options:
         options["workers"] = cluster.groups
+    if "speeds" in accepted and options.get("dynamic"):
+        speeds = options.get("speeds")
+        if speeds is None:
+            options["speeds"] = tuple(1.0 / s for s in cluster.scales)  # steps per second
+        elif isinstance(speeds, tuple) and len(speeds) != cluster.groups:
+            raise ConfigError(f"{rule}: speeds must have one entry per worker "
+                              f"({cluster.groups}), got {len(speeds)}")
     return make_rule(rule, **options)
 
 
@@ -192,7 +199,7 @@ def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0,
     if rule.synchronous:
         return simulate_sync(cluster, local_steps=rule.local_steps, rounds=commits,
                              horizon=horizon, rng=rng, activity=activity)
-    return simulate_async(cluster, local_steps=rule.local_steps, commits=commits,
+    return simulate_async(cluster, local_steps=rule.schedule_steps, commits=commits,
                           horizon=horizon, rng=rng, activity=activity)
 
 

@@ -128,6 +128,12 @@ def _semisync_title(config) -> str:
             rf"$d$ = {config.dim}, condition {config.condition:g}, $\eta$ = "
             rf"{config.learning_rate:g}, $\sigma^2$ = {config.noise:g}, exponential step "
             f"times (mean 1 s), {config.horizon:g} s per run, {config.seeds} seeds")
+def _async_diloco_title(config) -> str:
+    times = ", ".join(f"{t:g}" for t in config.step_times)
+    return (f"Asynchronous DiLoCo: {len(config.step_times)} workers at {times} s per step, "
+            f"$H$ = {config.local_steps} AdamW steps, {config.dataset} ({config.model}), "
+            f"the time of {config.rounds} synchronous rounds, DN period $N$ = "
+            f"{config.delay_period}, {config.seeds} seeds")
 
 
 _ALL = [
@@ -172,6 +178,10 @@ _ALL = [
     Figure("semisync", "Time to target and final error against n for synchronous, K-of-n "
            "(discarded or stale late work), backup-worker and asynchronous SGD.",
            "semisync", "semisync:plot_semisync", _semisync_title, pass_config=True),
+    Figure("async_diloco", "Asynchronous DiLoCo on a heterogeneous cluster: the naive "
+           "outer Nesterov step per commit fails, Delayed Nesterov repairs it, dynamic local "
+           "updates do not help here.",
+           "async_diloco", "async_diloco:plot_async_diloco", _async_diloco_title),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.

@@ -74,8 +74,9 @@ _LABELS = {
     "weight_decay": "weight decay",
 }
 
-#: Static rule settings the explorer does not show: the run sets them itself.
-_HIDDEN_STATIC = ("local_steps", "workers")
+#: Static rule settings the explorer does not show: the run sets them itself (async
+#: DiLoCo's speeds from the cluster, with ``dynamic``).
+_HIDDEN_STATIC = ("local_steps", "workers", "speeds")
 
 _TAB20 = matplotlib.colormaps["tab20"]
 _PLAIN = FuncFormatter(lambda value, _: f"{value:g}")

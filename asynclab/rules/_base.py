@@ -69,7 +69,8 @@ class ServerState(NamedTuple):
       clock: number of commits (or rounds) applied.
       outer_state: the state of the server's outer optimizer (server momentum's previous
         centre, DiLoCo's outer momentum), or () when the server adds updates as they come.
-      extra: state of the rule's server-side scaling (gap-aware's EMA of g²), or ().
+      extra: state of the rule's server-side apply part (gap-aware's EMA of g²,
+        asynchronous DiLoCo's outer optimizer), or ().
     """
 
     center: Params
@@ -117,6 +118,9 @@ class Rule(NamedTuple):
         rule assembled by hand from parts (cached by identity).
       values: the traced hyperparameters, ``name -> value``; executors pass them to the
         compiled replay as an argument, so new values do not recompile.
+      worker_steps: one window per worker (asynchronous DiLoCo's dynamic local updates),
+        what the schedule is then made for; None when every worker takes ``local_steps``
+        (which is otherwise the largest window).
     """
 
     name: str
@@ -131,6 +135,12 @@ class Rule(NamedTuple):
     warmup_rounds: int = 0
     structure: tuple | None = None
     values: Mapping[str, Any] = MappingProxyType({})
+    worker_steps: tuple[int, ...] | None = None
+
+    @property
+    def schedule_steps(self) -> int | tuple[int, ...]:
+        """The local steps a schedule is made for: ``worker_steps`` when given, else λ."""
+        return self.local_steps if self.worker_steps is None else self.worker_steps
 
 
 

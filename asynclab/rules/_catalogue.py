@@ -11,12 +11,15 @@ static hyperparameters; every other hyperparameter is traced (it may be a JAX ar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
+from .. import _validate
 from .._errors import ConfigError
 from ._base import Rule
 from ._declaration import declare
@@ -34,7 +37,9 @@ from .parts import (
     check_nonnegative,
     check_positive,
     delay_compensated,
+    delayed_nesterov,
     distance_scaled,
+    dynamic_local_steps,
     elastic_average,
     elastic_center,
     elastic_pull,
@@ -43,7 +48,9 @@ from .parts import (
     keep_params,
     local_work,
     normalised_step,
+    outer_gradient,
     outer_optimizer,
+    outer_sgd,
     parameters,
     remember_pull,
     replace,
@@ -461,7 +468,19 @@ DILOCO_INNER = ("adamw", "sgd")
 
 def inner_optimizers(rule: str) -> tuple[str, ...]:
     """The names rule ``rule`` accepts as its workers' inner optimizer (``inner=``)."""
-    return DILOCO_INNER if rule == "diloco" else INNER_OPTIMIZERS
+    return DILOCO_INNER if rule in ("diloco", "async_diloco") else INNER_OPTIMIZERS
+
+
+def _diloco_inner(name, inner, learning_rate, weight_decay) -> optax.GradientTransformation:
+    """DiLoCo's inner optimizer by name: AdamW (with ``weight_decay``) or plain SGD."""
+    if inner == "adamw":
+        return optax.adamw(learning_rate, weight_decay=weight_decay)
+    if inner == "sgd":
+        if not traced(weight_decay) and weight_decay:
+            raise ConfigError(f"{name}: weight_decay needs inner='adamw'")
+        return optax.sgd(learning_rate)
+    raise ConfigError(f"{name}: inner must be one of {', '.join(DILOCO_INNER)}, "
+                      f"got {inner!r}")
 
 
 @declare("sync",
@@ -488,15 +507,7 @@ def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "ada
     outer_learning_rate = check_positive(name, "outer_learning_rate", outer_learning_rate)
     outer_momentum = check_momentum(name, "outer_momentum", outer_momentum)
     nesterov = check_flag(name, "nesterov", nesterov)
-    if inner == "adamw":
-        inner_opt = optax.adamw(learning_rate, weight_decay=weight_decay)
-    elif inner == "sgd":
-        if not traced(weight_decay) and weight_decay:
-            raise ConfigError("diloco: weight_decay needs inner='adamw'")
-        inner_opt = optax.sgd(learning_rate)
-    else:
-        raise ConfigError(f"diloco: inner must be one of {', '.join(DILOCO_INNER)}, "
-                          f"got {inner!r}")
+    inner_opt = _diloco_inner(name, inner, learning_rate, weight_decay)
     # the momentum buffer is always there (the momentum may be traced); with momentum 0 it
     # adds 0·m, and Nesterov's look-ahead adds 0·m again, leaving plain outer SGD
     outer = outer_optimizer(optax.sgd(outer_learning_rate, momentum=outer_momentum,
@@ -506,3 +517,88 @@ def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "ada
           "outer_momentum": outer_momentum, "nesterov": nesterov}
     return synchronous(name, inner=inner_opt, local_steps=local_steps, aggregate=average_params,
                        pull=reset_to_center, outer=outer, hyperparameters=hp)
+
+
+@declare("async",
+         "DiLoCo with asynchronous commits: outer Nesterov per commit, Delayed Nesterov, "
+         "dynamic local updates",
+         "Liu et al., arXiv 2401.09135 (2024)",
+         static=("local_steps", "inner", "delay_period", "dynamic", "speeds"))
+def async_diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "adamw",
+                 weight_decay: float = 0.0, outer_learning_rate: float = 0.7,
+                 outer_momentum: float = 0.9, delay_period: int = 1, dynamic: bool = False,
+                 speeds: tuple[float, ...] | None = None) -> Rule:
+    """Asynchronous DiLoCo (Liu et al. 2024): each worker runs H inner AdamW steps from
+    the centre θ̃_pull it pulled and commits its outer gradient Δᵏ = θ̃_pull − θᵏ on its
+    own; the server applies it to the current centre with an outer Nesterov SGD (ε, β);
+    the worker resets to the new centre and keeps its inner optimizer state.
+
+    - ``delay_period = 1`` (naive): one Nesterov step per commit, m ← β m + Δ,
+      θ̃ ← θ̃ − ε (Δ + β m) (optax's ``sgd(ε, β, nesterov=True)``).
+    - ``delay_period = N > 1`` (Delayed Nesterov, DN): every commit takes the plain step
+      θ̃ ← θ̃ − ε Δ / N and adds Δ to a buffer; every N-th commit also updates the momentum
+      with the buffer's mean, m ← β m + mean(buffer), and applies θ̃ ← θ̃ − ε β m
+      (:func:`~asynclab.rules.parts.delayed_nesterov`).
+    - ``dynamic`` (dynamic local updates, DyLU): worker k takes
+      H_k = max(1, ⌊H v_k / max_j v_j⌋) steps, v_k its speed
+      (:func:`~asynclab.rules.parts.dynamic_local_steps`); ``asynclab.run`` fills
+      ``speeds`` in from the cluster (v_k = 1 / time_scale_k).
+
+    With H = 1, an SGD inner optimizer, ε = 1 and β = 0 it is DOWNPOUR, bit for bit.
+
+    Args:
+      inner: "adamw" or "sgd".
+      delay_period: N >= 1, the commits between two momentum updates.
+      dynamic: give every worker a window in proportion to its speed (DyLU).
+      speeds: the workers' speeds (steps per second; only their ratios matter), one per
+        worker, read only with ``dynamic``.
+
+    References:
+      Liu, Chhaparia, Douillard, Kale, Rusu, Shen, Szlam, Ranzato, "Asynchronous
+      Local-SGD Training for Language Modeling", arXiv 2401.09135, 2024.
+    """
+    name = "async_diloco"
+    learning_rate = check_positive(name, "learning_rate", learning_rate)
+    local_steps = check_count(name, "local_steps", local_steps)
+    weight_decay = check_nonnegative(name, "weight_decay", weight_decay)
+    outer_learning_rate = check_positive(name, "outer_learning_rate", outer_learning_rate)
+    outer_momentum = check_momentum(name, "outer_momentum", outer_momentum)
+    delay_period = check_count(name, "delay_period", delay_period)
+    dynamic = check_flag(name, "dynamic", dynamic)
+    speeds = _speeds(name, dynamic, speeds)
+    inner_opt = _diloco_inner(name, inner, learning_rate, weight_decay)
+    if delay_period == 1:
+        init, apply = outer_sgd(optax.sgd(outer_learning_rate, momentum=outer_momentum,
+                                          nesterov=True))
+    else:
+        init, apply = delayed_nesterov(outer_learning_rate, outer_momentum, delay_period)
+    worker_steps = None
+    if dynamic:
+        worker_steps = dynamic_local_steps(local_steps, speeds)
+        if len(set(worker_steps)) == 1:  # equal windows: the plain local work
+            worker_steps = None
+    hp = {"learning_rate": learning_rate, "local_steps": local_steps, "inner": inner,
+          "weight_decay": weight_decay, "outer_learning_rate": outer_learning_rate,
+          "outer_momentum": outer_momentum, "delay_period": delay_period,
+          "dynamic": dynamic, "speeds": speeds}
+    return asynchronous(name, inner=inner_opt, local_steps=local_steps, commit=outer_gradient,
+                        apply=apply, pull=reset_to_center, init_extra=init,
+                        worker_steps=worker_steps, hyperparameters=hp)
+
+
+def _speeds(name, dynamic, speeds):
+    """The workers' speeds as a tuple of finite numbers > 0, read only with ``dynamic``."""
+    if not dynamic:
+        if speeds is not None:
+            raise ConfigError(f"{name}: speeds are read only with dynamic=True, got "
+                              f"speeds={speeds!r}")
+        return None
+    if speeds is None:
+        raise ConfigError(f"{name}: speeds: dynamic=True needs the workers' speeds, one per "
+                          "worker (asynclab.run fills them in from the cluster's time_scale)")
+    if isinstance(speeds, str | bytes) or not isinstance(speeds, Sequence | np.ndarray) \
+            or len(speeds) == 0:
+        raise ConfigError(f"{name}: speeds must be a sequence of one number > 0 per worker, "
+                          f"got {speeds!r}")
+    return tuple(_validate.number(v, f"{name}: speeds[{k}]", low=0, low_open=True)
+                 for k, v in enumerate(speeds))

@@ -37,6 +37,9 @@ EXTRA = {  # hyperparameters that make a short run exercise the rule
     "diloco": {"inner": "adamw"},
     "eamsgd": {"momentum": 0.9},
     "mixed": {"group_size": 2, "between": "dynsgd"},
+    # per-worker windows on N devices (2 and 1 steps on two; one device: the plain path)
+    "async_diloco": {"delay_period": 2, "dynamic": True,
+                     "speeds": tuple(1.0 / (k + 1) for k in range(N))},
 }
 
 
@@ -74,7 +77,7 @@ def traces_for(rule, n):
         return
     yield "simulate_async_exponential", schedule(rule, cluster, commits=EVENTS, rng=1)
     yield "random_order", random_order_trace(n, EVENTS // n, np.random.default_rng(2),
-                                             local_steps=rule.local_steps,
+                                             local_steps=rule.schedule_steps,
                                              group_size=group_size)
     if rule.name == "downpour":
         yield "round_robin", round_robin_trace(n, EVENTS // n, local_steps=rule.local_steps)

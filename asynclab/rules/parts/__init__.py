@@ -25,11 +25,13 @@ from ._compose import exchange_of as exchange_of
 from ._compose import partial_round as partial_round
 from ._compose import synchronize_of as synchronize_of
 from ._compose import synchronous as synchronous
+from ._exchange import DelayedNesterovState as DelayedNesterovState
 from ._exchange import GapState as GapState
 from ._exchange import accumulated_step as accumulated_step
 from ._exchange import add as add
 from ._exchange import average_params as average_params
 from ._exchange import delay_compensated as delay_compensated
+from ._exchange import delayed_nesterov as delayed_nesterov
 from ._exchange import distance_scaled as distance_scaled
 from ._exchange import elastic_average as elastic_average
 from ._exchange import elastic_center as elastic_center
@@ -37,6 +39,8 @@ from ._exchange import elastic_pull as elastic_pull
 from ._exchange import gap_scaled as gap_scaled
 from ._exchange import keep_params as keep_params
 from ._exchange import normalised_step as normalised_step
+from ._exchange import outer_gradient as outer_gradient
+from ._exchange import outer_sgd as outer_sgd
 from ._exchange import padded_workers as padded_workers
 from ._exchange import parameters as parameters
 from ._exchange import replace as replace
@@ -46,11 +50,13 @@ from ._exchange import worker_count as worker_count
 from ._exchange import worker_mean as worker_mean
 from ._local import ActiveSteps as ActiveSteps
 from ._local import StopTest as StopTest
+from ._local import dynamic_local_steps as dynamic_local_steps
 from ._local import group_local_work as group_local_work
 from ._local import local_work as local_work
 from ._local import remember_pull as remember_pull
 from ._local import start_at_center as start_at_center
 from ._local import start_at_own as start_at_own
+from ._local import worker_local_work as worker_local_work
 from ._optimizers import INNER_OPTIMIZERS as INNER_OPTIMIZERS
 from ._optimizers import Outer as Outer
 from ._optimizers import outer_optimizer as outer_optimizer
@@ -59,14 +65,16 @@ from ._optimizers import worker_optimizer as worker_optimizer
 from ._optimizers import worker_sgd as worker_sgd
 
 __all__ = [
-    "ActiveSteps", "Aggregate", "Apply", "Commit", "GapState", "INNER_OPTIMIZERS", "Outer",
-    "Pull", "StopTest", "accumulated_step", "add", "asynchronous", "average_params",
+    "ActiveSteps", "Aggregate", "Apply", "Commit", "DelayedNesterovState", "GapState",
+    "INNER_OPTIMIZERS", "Outer", "Pull", "StopTest", "accumulated_step", "add",
+    "asynchronous", "average_params",
     "check_count", "check_flag", "check_fraction", "check_momentum", "check_nonnegative",
-    "check_positive", "delay_compensated", "distance_scaled", "elastic_average",
+    "check_positive", "delay_compensated", "delayed_nesterov", "distance_scaled",
+    "dynamic_local_steps", "elastic_average",
     "elastic_center", "elastic_pull", "exchange_of", "gap_scaled", "group_local_work",
-    "keep_params", "local_work", "normalised_step", "outer_optimizer", "padded_workers",
-    "parameters", "partial_round",
+    "keep_params", "local_work", "normalised_step", "outer_gradient", "outer_optimizer",
+    "outer_sgd", "padded_workers", "parameters", "partial_round",
     "remember_pull", "replace", "reset_to_center", "server_momentum", "staleness_scaled",
     "start_at_center", "start_at_own", "synchronize_of", "synchronous", "traced",
-    "worker_count", "worker_mean", "worker_optimizer", "worker_sgd"
+    "worker_count", "worker_local_work", "worker_mean", "worker_optimizer", "worker_sgd"
 ]

@@ -21,7 +21,13 @@ from .._base import (
     server_at,
 )
 from ._exchange import reset_to_center
-from ._local import local_work, remember_pull, start_at_center, start_at_own
+from ._local import (
+    local_work,
+    remember_pull,
+    start_at_center,
+    start_at_own,
+    worker_local_work,
+)
 from ._optimizers import Outer
 
 
@@ -177,13 +183,18 @@ def asynchronous(
     init_extra: Callable[[Params], Any] | None = None,
     local=None,
     keep_pulled: bool = False,
+    worker_steps: tuple[int, ...] | None = None,
 ) -> Rule:
     """An asynchronous rule from its parts.
 
     The worker stores the centre it pulled only with ``keep_pulled`` (for parts that read
     it and a pull that does not reset the worker); a worker that resets to the centre
-    hands it to the exchange from its local work.
+    hands it to the exchange from its local work. ``worker_steps`` gives every worker a
+    window of its own (:func:`worker_local_work`; ``local_steps`` is then their maximum).
     """
+    if worker_steps is not None:
+        local = local or worker_local_work(inner, worker_steps)
+        local_steps = max(worker_steps)
     return Rule(
         name=name,
         synchronous=False,
@@ -193,6 +204,7 @@ def asynchronous(
         exchange=exchange_of(commit, apply, pull, outer, keep_pulled),
         hyperparameters=hyperparameters,
         local_steps=int(local_steps),
+        worker_steps=worker_steps,
     )
 
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 
 from .._base import (
     AXIS,
@@ -24,6 +25,12 @@ _ONE = 1.0
 def accumulated_step(worker: WorkerState) -> Params:
     """Δ = a = θᵏ − θ̃_pull, the step the worker took since it pulled (DOWNPOUR)."""
     return jax.tree.map(jnp.subtract, worker.params, worker.pulled_center)
+
+
+def outer_gradient(worker: WorkerState) -> Params:
+    """Δ = θ̃_pull − θᵏ, the outer gradient (pseudo-gradient) of DiLoCo: the opposite of
+    the step the worker took since it pulled."""
+    return jax.tree.map(jnp.subtract, worker.pulled_center, worker.params)
 
 
 def normalised_step(local_steps: int):
@@ -105,6 +112,77 @@ def delay_compensated(kappa: float, learning_rate: float, local_steps: int):
         return center, jnp.float32(_ONE), server.extra
 
     return apply
+
+
+def outer_sgd(optimizer: optax.GradientTransformation):
+    """An optax outer optimizer at the server, one step per commit of an outer gradient
+    Δ (asynchronous DiLoCo, naive): ``updates, s ← optimizer.update(Δ, s)``,
+    θ̃ ← θ̃ + updates. Its state is the server's ``extra``.
+
+    Returns:
+      ``(init_extra, apply)``.
+    """
+
+    def apply(server: ServerState, delta, worker, staleness):
+        del worker, staleness
+        updates, state = optimizer.update(delta, server.extra, server.center)
+        return optax.apply_updates(server.center, updates), jnp.float32(_ONE), state
+
+    return optimizer.init, apply
+
+
+class DelayedNesterovState(NamedTuple):
+    """Delayed Nesterov's server state: the outer momentum m and the sum of the outer
+    gradients committed since m was last updated."""
+
+    momentum: Params
+    buffer: Params
+
+
+def delayed_nesterov(learning_rate, momentum, period: int):
+    """Delayed Nesterov (Liu et al. 2024, Algorithm 3 with c = 0) at the server, for
+    outer gradients Δ committed one at a time; ``period`` is N.
+
+    Every commit adds Δ to the buffer b and moves the centre by a plain step
+    θ̃ ← θ̃ − ε Δ / N. On every N-th commit (server clock c + 1 a multiple of N) the
+    momentum is updated with the buffer's mean, m ← β m + b / N, its Nesterov term is
+    applied as well, θ̃ ← θ̃ − ε (Δ / N + β m), and b ← 0. Over N commits the centre moves
+    by −ε (mean Δ + β m): one Nesterov step on the mean of the N outer gradients. With
+    N = 1 this is optax's Nesterov SGD (``optax.sgd(ε, β, nesterov=True)``) on each Δ, in
+    the same arithmetic.
+
+    Returns:
+      ``(init_extra, apply)``; the state is a :class:`DelayedNesterovState`.
+    """
+
+    def init(center) -> DelayedNesterovState:
+        return DelayedNesterovState(jax.tree.map(jnp.zeros_like, center),
+                                    jax.tree.map(jnp.zeros_like, center))
+
+    def apply(server: ServerState, delta, worker, staleness):
+        del worker, staleness
+        state: DelayedNesterovState = server.extra
+        due = (server.clock + 1) % period == 0
+        buffer = jax.tree.map(jnp.add, state.buffer, delta)
+        # the order of optax's trace (g + β t) and its Nesterov look-ahead, so that
+        # N = 1 gives optax's numbers bit for bit
+        new_momentum = jax.tree.map(lambda b, m: b / period + momentum * m, buffer,
+                                    state.momentum)
+
+        def leaf(c, d, m):
+            share = d / period
+            step = jnp.where(due, share + momentum * m, share)
+            return jnp.asarray(c + jnp.asarray(-1 * learning_rate, c.dtype) * step).astype(
+                c.dtype)
+
+        center = jax.tree.map(leaf, server.center, delta, new_momentum)
+        kept = DelayedNesterovState(
+            jax.tree.map(lambda new, old: jnp.where(due, new, old), new_momentum,
+                         state.momentum),
+            jax.tree.map(lambda b: jnp.where(due, jnp.zeros_like(b), b), buffer))
+        return center, jnp.float32(_ONE), kept
+
+    return init, apply
 
 
 class GapState(NamedTuple):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import jax
@@ -79,6 +80,37 @@ def local_work(inner: optax.GradientTransformation, local_steps: int, *,
                                steps=worker.steps + advanced)
 
     return local
+
+
+def worker_local_work(inner: optax.GradientTransformation, steps: tuple[int, ...]):
+    """Local work with a window of its own per worker: worker k takes ``steps[k]`` steps
+    of the inner optimizer (asynchronous DiLoCo's dynamic local updates).
+
+    It runs the static maximum of the windows and masks the steps beyond worker k's own
+    (:func:`local_work` with ``active_steps``); worker k's batches and noise are those of
+    its steps 0, 1, …, so a worker's numbers do not depend on the other windows.
+    """
+    widest = max(steps)
+
+    def local(worker: WorkerState, gradient: GradientFn, key, worker_id) -> WorkerState:
+        own = jnp.asarray(steps, jnp.int32)[worker_id]
+        return local_work(inner, widest, active_steps=lambda _: own)(
+            worker, gradient, key, worker_id)
+
+    return local
+
+
+def dynamic_local_steps(local_steps: int, speeds) -> tuple[int, ...]:
+    """Dynamic local updates (DyLU, Liu et al. 2024): worker k's window
+    H_k = max(1, ⌊H · v_k / max_j v_j⌋), with v_k its speed in steps per second, so that
+    every worker spends about the time of the fastest one's H steps per exchange.
+
+    The quotient is taken with a relative tolerance of 1e-9 before the floor, so that a
+    speed ratio that is a whole number of steps in exact arithmetic is not floored one
+    below by rounding.
+    """
+    fastest = max(speeds)
+    return tuple(max(1, math.floor(local_steps * v / fastest * (1 + 1e-9))) for v in speeds)
 
 
 def remember_pull(local):
