@@ -311,3 +311,17 @@ def test_scaling_provenance():
     close(result.metrics["accuracy"][0], data["accuracy"][c, m, w, s, :records + 1])
     close(result.metrics["validation_loss"][0],
           data["validation_loss"][c, m, w, s, :records + 1])
+
+
+def test_movers_provenance():
+    # Cell: seed 0 with DynSGD: one 4,000-commit schedule and a replay of one seed (~1 s);
+    # the figure replays 16 schedules with 4 rules.
+    study, data, config = committed("movers")
+    trace = simulate_async(study.cluster(config), commits=config.commits, rng=0)
+    n = config.workers
+    np.testing.assert_array_equal(np.bincount(trace.worker, minlength=n) / trace.n_events,
+                                  data["commit_share"][0])
+    r = list(config.rules).index("dynsgd")
+    result = replay(study.rule(config, "dynsgd"), get_problem("beale"), trace, seeds=[0],
+                    noise=config.noise, record_every=config.commits, record_paths=False)
+    close(result.center_share[0], data["center_share"][r, 0])

@@ -1,11 +1,14 @@
 """Who moved the centre: ``Result.center_share`` against a numpy oracle, its identities,
 and a property of the damping rules derived below."""
 
+import json
+
 import numpy as np
 import pytest
 
 import asynclab
 from asynclab._errors import ConfigError
+from asynclab.cli import main
 from asynclab.cluster import Cluster, ComputeTime, simulate_async, trace_from_order
 from asynclab.engine import Result, replay, replay_grid
 from asynclab.problems import get_problem
@@ -180,3 +183,18 @@ def test_a_sweep_has_shares_per_grid_point():
         expected = oracle_shares(ORDER, 3, lr, 1, damped=False)
         np.testing.assert_allclose(result.center_share[i], np.stack([expected] * 2),
                                    rtol=1e-5)
+
+
+def test_the_command_line_prints_and_returns_the_shares(capsys):
+    args = ["run", "--problem", "quadratic", "--dim", str(DIM), "--condition", "10",
+            "--rule", "dynsgd", "--workers", "3", "--commits", "60", "--noise", "1",
+            "--learning-rate", "0.05", "--seeds", "0,1"]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = asynclab.run(problem(), "dynsgd", workers=3, commits=60, noise=1.0,
+                            learning_rate=0.05, seeds=[0, 1]).center_share
+    np.testing.assert_array_equal(out["center_share"], expected)
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    mean = ", ".join(f"{v:.3f}" for v in expected.mean(axis=0))
+    assert f"share of the centre's movement by worker, mean over 2 seeds: {mean}" in text

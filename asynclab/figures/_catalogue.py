@@ -123,6 +123,13 @@ def _straggler_title(config) -> str:
             f"{config.delay:g} s longer")
 
 
+def _movers_title(config) -> str:
+    return (rf"Who moved the centre: Beale, $n$ = {config.workers} workers of lognormal "
+            rf"speeds (spread {config.spread:g}), $\eta$ = {config.learning_rate:g}, "
+            rf"$\sigma^2$ = {config.noise:g}, ADAG $\gamma$ = {config.gamma:g}, "
+            f"{config.commits} commits, {config.seeds} seeds")
+
+
 _ALL = [
     Figure("staleness", "Staleness histograms for n ∈ {10, 20, 30, 60} with the geometric "
            "fit, a heterogeneous cluster and one with a 10× slower worker.",
@@ -162,6 +169,9 @@ _ALL = [
     Figure("scaling", "Time to a target accuracy and final accuracy against n for "
            "synchronous, asynchronous and mixed clusters.",
            "scaling", "scaling:plot_scaling", _scaling_title, pass_config=True),
+    Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
+           "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
+           "movers", "movers:plot_movers", _movers_title),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.
