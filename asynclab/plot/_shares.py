@@ -24,7 +24,7 @@ def draw_center_shares(ax, shares, labels: Sequence[str], *, commit_share=None,
         each commit moved the centre equally far), or None.
       slowdown: ``(workers,)`` the workers' compute-time factors, written under the
         workers' numbers, or None.
-      colors: one colour per rule (default: the lab's cycle, :data:`RULE_COLORS` where a
+      colors: one colour per rule (default: the lab's cycle, its colour of a rule where a
         label is a rule's name).
     """
     from ._style import CYCLE, RULE_COLORS
@@ -79,8 +79,8 @@ def plot_center_shares(results: Sequence, labels: Sequence[str] | None = None, *
     if not results:
         raise ConfigError("plot_center_shares needs at least one result")
     if any(r.center_share is None for r in results):
-        raise ConfigError("a result has no center_share (made by the device or threads "
-                          "executor, or saved before it existed)")
+        raise ConfigError("a result has no center_share (made by the threads backend, "
+                          "or saved before it existed)")
     if any(r.grid is not None for r in results):
         raise ConfigError("plot_center_shares draws runs, not sweeps")
     workers = {r.center_share.shape[-1] for r in results}
