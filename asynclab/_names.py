@@ -16,10 +16,15 @@ DISTRIBUTIONS: tuple[str, ...] = ("constant", "exponential", "lognormal", "gamma
 #: Initialisations of a run (``asynclab.engine.INITS``).
 INITS = ("start", "random", "random_per_worker")
 
+#: What becomes of the work that misses a semi-synchronous round
+#: (``asynclab.cluster.SemiSync.late``).
+LATE = ("discard", "stale")
+
 #: Figures, in the order they are built (``asynclab.figures.FIGURES``).
 FIGURES = ("staleness", "straggler", "implicit_momentum", "momentum_tuning",
            "model_averaging_paths", "model_averaging_mc", "easgd", "agn", "real_cluster",
-           "mnist_rules", "scaling", "movers")
+           "mnist_rules", "scaling", "semisync",
+           "movers")
 
 #: η each problem was tuned for, used when a run gives none (``Problem.learning_rate``).
 #: The surfaces share Beale's 1e-3. The nets learn with 0.03 for 4 to 32 workers of

@@ -325,3 +325,21 @@ def test_movers_provenance():
     result = replay(study.rule(config, "dynsgd"), get_problem("beale"), trace, seeds=[0],
                     noise=config.noise, record_every=config.commits, record_paths=False)
     close(result.center_share[0], data["center_share"][r, 0])
+
+
+def test_semisync_provenance():
+    # Cell: K of n with late work discarded, n = 8, seed 3: one 400 s schedule of rounds
+    # and a replay of one seed (~1 s).
+    study, data, config = committed("semisync")
+    m, n, s = study.MODES.index("K-of-n"), 8, 3
+    w = config.workers.index(n)
+    rule, cluster, semisync = study.setting(config, "K-of-n", n)
+    assert semisync.quorum == data["quorum"][w]
+    result = asynclab.run("quadratic", rule, cluster=cluster, horizon=config.horizon,
+                          seeds=[s], trace_per_seed=True, learning_rate=config.learning_rate,
+                          noise=config.noise, semisync=semisync, progress=False,
+                          problem_options={"dim": config.dim, "condition": config.condition})
+    assert int(np.sum(result.staleness >= 0)) == data["updates"][m, w, s]
+    close(result.time_to_target(config.target, metric="loss").seconds[0],
+          data["seconds_to_target"][m, w, s])
+    close(result.loss[0, -1], data["final_loss"][m, w, s])

@@ -41,6 +41,9 @@ def trace_hash(trace) -> str:
         digest.update(np.ascontiguousarray(getattr(trace, name)).tobytes())
     digest.update(json.dumps([trace.n_workers, trace.local_steps,
                               getattr(trace, "group_size", 1)]).encode())
+    if getattr(trace, "counted", None) is not None:  # semi-synchronous rounds
+        digest.update(np.ascontiguousarray(trace.counted, bool).tobytes())
+        digest.update(str(trace.late).encode())
     return digest.hexdigest()
 
 

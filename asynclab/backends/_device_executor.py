@@ -48,6 +48,7 @@ from ..engine._core import (
     check_rule,
     check_traces,
     event_arrays,
+    round_late,
     run_config,
     seed_keys,
 )
@@ -185,7 +186,8 @@ def run_pmap(
     starts = segment_starts(trace)
     n_segments, n_events = starts.size - 1, trace.n_events
     init_key, worker_keys = seed_keys(seed, n)
-    program = _program(rule, problem, noise, record_paths, devices, worker_keys.dtype)
+    late = round_late([trace]) if rule.synchronous else None
+    program = _program(rule, problem, noise, record_paths, devices, worker_keys.dtype, late)
 
     values = {k: jnp.asarray(v, jnp.float32) for k, v in
               (rule.values if rule.structure is not None else {}).items()}
@@ -274,7 +276,8 @@ def run_pmap(
         center_path=center_path,
         worker_path=worker_path,
         metrics=metrics,
-        center_share=_center_share(rule, n, shared.moved if counted else None),
+        center_share=None if late is not None else _center_share(
+            rule, n, shared.moved if counted else None),
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments))
 

@@ -18,9 +18,10 @@ from ..engine._core import (
     row,
     select,
 )
-from ..engine._events import finite_and_movement
+from ..engine._events import counted_of, finite_and_movement
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, Rule
+from ..rules.parts import partial_round
 from ._device_mesh import _mesh, _over_devices
 from ._segments import Plan
 
@@ -63,14 +64,23 @@ def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
     return jax.lax.cond(due, measure, skip, diverged_at)
 
 
-def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
-    """One synchronous round on one device: local work, collective synchronisation."""
+def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late=None):
+    """One synchronous round on one device: local work, collective synchronisation.
+
+    ``late`` ("discard", "stale"): semi-synchronous rounds; the plan's slot holds the
+    round's mask of the workers that counted, and the exchange averages over those
+    (:func:`asynclab.rules.parts.partial_round`, the replay's function)."""
 
     def round_(shared: Shared, worker, key, plan: Plan):
         me = jax.lax.axis_index(AXIS)
         index = plan.start[shared.step]
         local = rule.local(worker, gradient, key, me)
-        server, after, _ = rule.exchange(shared.server, local)
+        if late is None:
+            server, after, _ = rule.exchange(shared.server, local)
+        else:
+            counted = counted_of(plan.order[shared.step, 0], me.astype(jnp.int32))
+            server, after = partial_round(rule.exchange, shared.server, worker, local,
+                                          counted, late == "stale")
         keep, diverged_at = guard(server.center, shared.diverged_at, True, index)
         server = select(keep, server, shared.server)
         worker = select(keep, after, worker)
@@ -143,22 +153,23 @@ _PROGRAMS = Programs(16)
 
 
 def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, devices,
-             key_dtype):
+             key_dtype, late=None):
     """The round or segment as a ``shard_map`` program, cached by the rule's structure,
     problem and devices; the rule's traced hyperparameters are its last (replicated)
     argument, as in the replay, so both compute with the same values the same way.
 
     Keys travel as their raw data (``uint32``) and are wrapped on the devices."""
     key = (structure_key(rule), id(problem), noise, record_paths, tuple(d.id for d in devices),
-           key_dtype)
+           key_dtype, late)
 
     def build():
         gradient = stochastic_gradient(problem, noise)
         make = round_program if rule.synchronous else segment_program
 
         def program(shared, worker, key_data, plan, values):
+            extra = (late,) if rule.synchronous else ()
             step = make(with_values(rule, values), gradient, problem.loss, problem.evaluate,
-                        record_paths)
+                        record_paths, *extra)
             return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype),
                         plan)
 

@@ -18,7 +18,7 @@ def run_devices(rule: Rule, problem: Problem, *, backend: str, devices, commits:
                 record_every: int | None = None, cluster=None, checkpoint=None,
                 checkpoint_every: int | None = None, resume: bool = False,
                 overwrite: bool = False, progress: bool | None = None,
-                config: dict | None = None) -> tuple[Result, dict[str, Any]]:
+                config: dict | None = None, semisync=None) -> tuple[Result, dict[str, Any]]:
     """Run ``rule`` on ``problem`` with one committing unit (a worker, or a group of the
     ``mixed`` rule) per device; returns ``(result, extra)``.
 
@@ -30,12 +30,20 @@ def run_devices(rule: Rule, problem: Problem, *, backend: str, devices, commits:
         the engine for the run's numbers.
       devices: the devices, one per committing unit.
       config: entries added to the result's config.
+      semisync: pmap: semi-synchronous rounds for a synchronous rule (an
+        :class:`asynclab.cluster.SemiSync`): the simulated schedule records who counted
+        in each round and the devices average over those.
 
     Returns:
       The :class:`~asynclab.Result` and what the backend measured beside it (wall-clock
       times; for threads the staleness the simulator predicts for those workers).
     """
     config = dict(config or {})
+    if semisync is not None and backend != "pmap":
+        from .._errors import ConfigError
+
+        raise ConfigError("semisync: semi-synchronous rounds run on a simulated schedule "
+                          "(backend 'pmap'), not on free-running threads")
     if backend == "threads":
         from ._threads import predicted_staleness, run_threads
 
@@ -59,7 +67,7 @@ def run_devices(rule: Rule, problem: Problem, *, backend: str, devices, commits:
 
     if cluster is None:
         cluster = Cluster(len(devices) * rule.group_size, group_size=rule.group_size)
-    trace = schedule(rule, cluster, commits=commits, rng=seed)
+    trace = schedule(rule, cluster, commits=commits, rng=seed, semisync=semisync)
     out = run_pmap(rule, problem, trace, seed=seed, noise=noise, init=init,
                    record_every=record_every, checkpoint=checkpoint,
                    checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,

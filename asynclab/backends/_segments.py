@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..cluster import RoundTrace, Trace
+from ..engine._core import round_masks
 
 
 def segment_starts(trace: Trace | RoundTrace) -> np.ndarray:
@@ -34,7 +35,8 @@ class Plan(NamedTuple):
     Attributes:
       start: ``(S,)`` index of each segment's first event.
       order: ``(S, m)`` the committing worker of each slot (``m`` = workers, or 1 for
-        rounds).
+        rounds: a semi-synchronous round's slot holds the bit mask of the workers that
+        counted, bit k for worker k).
       active: ``(S, m)`` whether a slot holds an event.
       n_events: number of events.
       record_every: k, the central loss is recorded after every k-th event and the last.
@@ -59,6 +61,8 @@ def _plan(trace, starts: np.ndarray, record_every: int) -> Plan:
     active = np.zeros((rows, width), bool)
     if isinstance(trace, RoundTrace):
         active[:n_segments] = True
+        if trace.counted is not None:  # who counted in each semi-synchronous round
+            order[:n_segments, 0] = round_masks([trace], trace.n_events)[0]
     else:
         for s in range(n_segments):
             members = trace.worker[starts[s]:starts[s + 1]]

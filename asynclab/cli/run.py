@@ -6,6 +6,7 @@ import argparse
 
 from .. import _validate
 from .._errors import ConfigError
+from .._names import LATE
 from ._args import (
     _add_data_arguments,
     _add_model_arguments,
@@ -17,6 +18,7 @@ from ._args import (
     _given,
     _learning_rate,
     _params,
+    _positive,
     _problem_options,
     _seeds,
     _simulation_options,
@@ -41,11 +43,49 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-every", type=_count(1), default=None,
                    help="pmap: checkpoint every K segments/rounds (default: at the end only)")
     p.add_argument("--resume", action="store_true", help="pmap: continue from --checkpoint")
+    _add_semisync_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--save", default=None, help="save the result here (a .npz file)")
     _add_overwrite(p)
     p.add_argument("--plot", default=None,
                    help="draw the run into this file (.png, .pdf, .svg, ...)")
+
+
+def _add_semisync_arguments(p: argparse.ArgumentParser) -> None:
+    """Semi-synchronous rounds (synchronous rules): ``asynclab.cluster.SemiSync``."""
+    g = p.add_argument_group("semi-synchronous rounds (synchronous rules)")
+    g.add_argument("--quorum", type=_count(1), default=None, metavar="K",
+                   help="a round closes at its K-th commit (K of --workers)")
+    g.add_argument("--backup", type=_count(0), default=None, metavar="B",
+                   help="B of --workers are backups: a round takes the first workers - B")
+    g.add_argument("--window", type=_positive, default=None, metavar="T",
+                   help="a round closes T seconds after it opened (with --min-count in)")
+    g.add_argument("--min-count", type=_count(1), default=None, metavar="M",
+                   help="with --window: wait for M commits (default 1)...")
+    g.add_argument("--deadline", type=_positive, default=None, metavar="D",
+                   help="with --window: ...but close D seconds after the round opened")
+    g.add_argument("--late", default=None, choices=LATE,
+                   help="the work that misses a round: discard it (default), or let it "
+                   "count, stale, in a later round")
+
+
+_SEMISYNC = {"quorum": "--quorum", "backup": "--backup", "window": "--window",
+             "min_count": "--min-count", "deadline": "--deadline", "late": "--late"}
+
+
+def _semisync(args):
+    """The :class:`~asynclab.cluster.SemiSync` of the flags, or None without them."""
+    given = _given(args, _SEMISYNC)
+    if not given:
+        return None
+    if not any(f in given for f in ("--quorum", "--backup", "--window")):
+        raise ConfigError(f"{given[0]} shapes semi-synchronous rounds; give --quorum K, "
+                          "--backup B or --window T")
+    from ..cluster import SemiSync
+
+    return SemiSync(quorum=args.quorum, backup=args.backup, window=args.window,
+                    min_count=args.min_count, deadline=args.deadline,
+                    late=args.late or "discard")
 
 
 _DEVICE_ONLY = {"devices": "--devices", "simulate_devices": "--simulate-devices"}
@@ -76,6 +116,8 @@ def _check_run(args) -> None:
     if backend == "threads":
         refused += [(f, "the simulated schedules (threads measure real compute times)")
                     for f in _given(args, _TIMING)]
+        refused += [(f, "the simulated schedules (free-running threads keep no rounds)")
+                    for f in _given(args, _SEMISYNC)]
     log = "--trace-log" if args.trace_log else "--fit-log" if args.fit_log else None
     if log is not None:
         refused += [(f, f"the distributions asynclab draws (the log's times replace them, "
@@ -122,6 +164,9 @@ def _run(args) -> int:
     if args.problem in DATA_PROBLEMS:  # one shard per worker, as run() makes them
         problem_options["workers"] = cluster.workers if cluster else options["workers"]
     problem = get_problem(args.problem, **problem_options)
+    semisync = _semisync(args)
+    if semisync is not None:
+        options["semisync"] = semisync
     result = run(args.problem, args.rule, **options)
     _report(args, result, problem)
     return 0
@@ -177,6 +222,7 @@ def _run_on_devices(args) -> int:
                           f"--workers {args.workers} != {workers}{per}")
     if args.commits is None:
         args.commits = 1000
+    semisync = _semisync(args)
     record_every = args.record_every or (1 if args.backend == "pmap" else None)
     _check_device_memory(args, problem, rule, workers, record_every)
     config = {"problem": args.problem, "problem_options": options, "rule": rule.name,
@@ -196,7 +242,8 @@ def _run_on_devices(args) -> int:
         rule, problem, backend=args.backend, devices=devices, commits=args.commits,
         seed=seed, noise=args.noise, init=args.init, record_every=record_every,
         cluster=cluster, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
-        resume=args.resume, overwrite=args.overwrite, progress=progress, config=config)
+        resume=args.resume, overwrite=args.overwrite, progress=progress, config=config,
+        **({} if semisync is None else {"semisync": semisync}))
     _report(args, result, problem, extra)
     return 0
 

@@ -29,6 +29,8 @@ from ._predict import wasserstein as wasserstein
 from ._replayed import ENDS as ENDS
 from ._replayed import ReplayedTimes as ReplayedTimes
 from ._replayed import from_log as from_log
+from ._rounds import LATE as LATE
+from ._rounds import SemiSync as SemiSync
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulate_sync as simulate_sync
 from ._simulator import simulator_bytes as simulator_bytes
@@ -49,6 +51,8 @@ from ._trace import slow_workers as slow_workers
 __all__ = [
     "Activity",
     "Cluster",
+    "LATE",
+    "SemiSync",
     "ComputeTime",
     "DistributionFit",
     "DISTRIBUTIONS",

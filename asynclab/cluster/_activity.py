@@ -67,6 +67,23 @@ def join(parts, n_workers: int) -> Activity:
     return Activity(*(r[order] for r in rows), n_workers=int(n_workers))
 
 
+def _cancelled(add, k, row, lead, tail, cut, delay):
+    """The intervals of an exchange cancelled at ``cut`` (its round closed first): what
+    it did until then (compute, the commit message, queued or served), cut there."""
+    s, arrival, granted = row[:3]
+
+    def cut_add(code, a, b, d=0.0):
+        add(k, code, a, min(b, cut), d)
+
+    cut_add(COMMUNICATE, s, s + lead)
+    cut_add(COMPUTE, s + lead, arrival - tail, delay)
+    cut_add(COMMUNICATE, max(arrival - tail, s + lead), arrival)
+    if cut > arrival:
+        cut_add(WAIT, arrival, cut if math.isnan(granted) else granted)
+        if not math.isnan(granted):
+            cut_add(COMMUNICATE, granted, cut)
+
+
 class Recorder:
     """The times of every exchange, appended by the simulator's processes.
 
@@ -75,6 +92,10 @@ class Recorder:
     commit reaches the server, the server takes it, the server is done with it and
     (synchronous rounds) the round's aggregate is applied: NaN where the run ended first,
     except ``released``: NaN without rounds, infinite while a worker waits for its round.
+    An exchange cancelled because its semi-synchronous round closed first has a sixth
+    entry, the time it was cancelled: its intervals stop there (compute, or the commit
+    message, or the wait in the server's queue, cut short), and the worker's next row
+    starts then.
     """
 
     __slots__ = ("rows",)
@@ -98,10 +119,15 @@ class Recorder:
                 delay.append(d)
 
         for k, rows in enumerate(self.rows):
-            for j, (s, arrival, granted, served, released) in enumerate(rows):
+            for j, row in enumerate(rows):
+                s, arrival, granted, served, released = row[:5]
                 if s >= end:
                     break
                 lead = down if j else 0.0
+                if len(row) > 5:  # work cancelled at row[5] (a semi-synchronous round)
+                    _cancelled(add, k, row, lead, tail, min(end, row[5]),
+                               delays[k].get(j, 0.0))
+                    continue
                 add(k, COMMUNICATE, s, s + lead)
                 add(k, COMPUTE, s + lead, arrival - tail, delays[k].get(j, 0.0))
                 add(k, COMMUNICATE, max(arrival - tail, s + lead), arrival)

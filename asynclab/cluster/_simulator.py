@@ -41,6 +41,7 @@ import simpy
 from .. import _validate
 from .._errors import ConfigError
 from ._activity import Recorder
+from ._rounds import SemiSync, check_semisync, simulate_rounds
 from ._timing import Cluster, as_generator
 from ._trace import RoundTrace, Trace
 
@@ -558,6 +559,7 @@ def simulate_sync(
     horizon: float | None = None,
     rng: np.random.Generator | int | None = None,
     activity: bool = False,
+    semisync: SemiSync | None = None,
 ) -> RoundTrace:
     """Simulates a synchronous parameter server and returns its round trace.
 
@@ -573,6 +575,21 @@ def simulate_sync(
     difference here: a fully synchronous round already waits for every worker, so the
     trace is the one of the same cluster without groups.
 
+    Semi-synchronous rounds (``semisync``, a :class:`~asynclab.cluster.SemiSync`): a
+    round closes at its K-th commit (``quorum=K``; ``backup=b`` is ``quorum = workers −
+    b``), or at a time window with a minimum count and a deadline; its aggregate
+    averages the commits that counted (``trace.counted``, bool ``(R, n)``). With
+    ``late="discard"`` the other workers' work is cancelled where it is (computing, on
+    the link, queued or served) and every worker starts the next round from the new
+    centre, like the counted ones, when the reply arrives; with ``late="stale"`` it runs
+    on, and a commit counts in the round open when it reaches the server (served, if
+    the server takes time); only the counted workers pull. A time window is measured on
+    the server from the previous round's aggregate (from 0 for the first round).
+    ``quorum = workers`` is the plain synchronous trace, bit for bit (and
+    ``counted`` all true). With exponential compute times of mean 1/μ and λ = 1, a
+    discard round lasts on average ``E[X_(K:n)] + 2 x = (1/μ) Σ_{i=n−K+1}^{n} 1/i + 2 x``
+    (the K-th fastest of n, Dutta et al., AISTATS 2018) plus the server's service times.
+
     Args:
       cluster: the cluster's timing model.
       local_steps: local steps (λ) per worker per round, >= 1.
@@ -584,16 +601,25 @@ def simulate_sync(
         :class:`~asynclab.cluster.Activity` (``trace.activity``): compute, communicate,
         wait in the server's queue and for the round's slowest worker. The aggregate
         itself takes no simulated time. The other fields are the same either way.
+        Semi-synchronous work cancelled by its round's close shows as what it was doing,
+        cut short at the close.
+      semisync: how a round closes before every worker is in (None: when all are).
 
     Returns:
       A :class:`RoundTrace` (``n_workers`` is the number of workers, not of groups).
     """
     _check_cluster(cluster)
     _check_activity(activity)
+    check_semisync(semisync)
+    if semisync is not None:
+        semisync.quorum_of(cluster.workers)  # refused before any work
     limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
     _check_size(cluster, limit, local_steps, "rounds" if rounds is not None else "horizon")
     streams = _streams(cluster, int(local_steps), rng, grouped=False)
     down = cluster.transfer_time
+    if semisync is not None:
+        return _semisync_trace(cluster, streams, semisync, int(local_steps), limit, horizon,
+                               activity)
     env = simpy.Environment()
     log = _Log()
     stop = env.event()
@@ -627,4 +653,19 @@ def simulate_sync(
     end = float(trace.time[-1]) if trace.n_events else 0.0
     return trace._replace(activity=recorder.activity(
         end=end, down=down, tail=cluster.transfer_time,
+        delays=[s.delays() for s in streams]))
+
+
+def _semisync_trace(cluster, streams, semisync, local_steps, limit, horizon, activity):
+    """The round trace of semi-synchronous rounds (:mod:`asynclab.cluster._rounds`)."""
+    recorder = Recorder(len(streams)) if activity else None
+    time, duration, counted = simulate_rounds(streams, cluster, semisync, limit, horizon,
+                                              recorder)
+    trace = RoundTrace(time=time, duration=duration, n_workers=cluster.workers,
+                       local_steps=local_steps, counted=counted, late=semisync.late)
+    if not activity:
+        return trace
+    end = float(trace.time[-1]) if trace.n_events else 0.0
+    return trace._replace(activity=recorder.activity(
+        end=end, down=cluster.transfer_time, tail=cluster.transfer_time,
         delays=[s.delays() for s in streams]))

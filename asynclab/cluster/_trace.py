@@ -60,6 +60,12 @@ class RoundTrace(NamedTuple):
       duration: float64 ``(R,)``, length of each round (slowest worker + communication).
       n_workers: number of workers.
       local_steps: local steps (λ) per worker per round.
+      counted: bool ``(R, n)``, who counted in each semi-synchronous round
+        (``simulate_sync(..., semisync=SemiSync(...))``): the workers whose commit the
+        round's aggregate averages. None (the default): every worker, every round.
+      late: with ``counted``, what became of the work that missed a round: ``"discard"``
+        (cancelled; every worker pulled the new centre) or ``"stale"`` (it ran on and
+        counted in a later round; only the workers that counted pulled). None otherwise.
       activity: what every worker did when, an :class:`Activity`
         (``simulate_sync(..., activity=True)``); None otherwise.
     """
@@ -68,6 +74,8 @@ class RoundTrace(NamedTuple):
     duration: np.ndarray
     n_workers: int
     local_steps: int
+    counted: np.ndarray | None = None
+    late: str | None = None
     activity: Activity | None = None
 
     @property

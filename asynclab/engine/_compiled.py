@@ -136,7 +136,7 @@ def event_unroll(unroll=None) -> int:
 
 
 def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1,
-                    devices=None, stepwise=False, padded=False):
+                    devices=None, stepwise=False, padded=False, late=None):
     """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
     traced hyperparameters reuse the compilation.
 
@@ -146,15 +146,15 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unrol
     The traced hyperparameters are the function's last argument, one value per batch
     element. ``stepwise`` and ``padded``: see :func:`~asynclab.engine._events.
     synchronous_event` (a padded replay's values hold each run's worker count under
-    :data:`WORKERS`).
+    :data:`WORKERS`), and so is ``late`` (semi-synchronous rounds).
     """
     devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
     traced = traced_noise(problem, noise)
     key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
-           n_workers, shared, unroll, stepwise, padded, devices)  # devices last
+           n_workers, shared, unroll, stepwise, padded, late, devices)  # devices last
     return _COMPILED.get(key, lambda: _build_chunk(rule, problem, noise, traced, record_paths,
                                                    n_workers, shared, unroll, devices,
-                                                   stepwise, padded),
+                                                   stepwise, padded, late),
                          keep=(rule, problem))
 
 
@@ -165,7 +165,7 @@ def traced_noise(problem, noise) -> bool:
 
 
 def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, unroll,
-                 devices, stepwise=False, padded=False):
+                 devices, stepwise=False, padded=False, late=None):
     fixed = None if traced else stochastic_gradient(problem, noise)
 
     def event(carry, worker_keys, worker_id, active, index, values):
@@ -174,7 +174,7 @@ def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, 
         gradient = stochastic_gradient(problem, std=std) if traced else fixed
         built = with_values(rule, values)
         if built.synchronous:
-            one = synchronous_event(built, gradient, n_workers, stepwise, padded)
+            one = synchronous_event(built, gradient, n_workers, stepwise, padded, late)
             return one(carry, worker_keys, worker_id, active, index, count)
         one = asynchronous_event(built, gradient)
         return one(carry, worker_keys, worker_id, active, index)

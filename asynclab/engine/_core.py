@@ -293,7 +293,70 @@ def check_traces(rule: Rule, traces: Sequence[Trace | RoundTrace]) -> int:
     n_workers = {t.n_workers for t in traces}
     if len(n_workers) != 1:
         raise ConfigError(f"traces replayed together must have one worker count, got {n_workers}")
-    return n_workers.pop()
+    n = n_workers.pop()
+    if rule.synchronous:
+        _check_rounds(rule, traces, n)
+    return n
+
+
+#: the most workers a semi-synchronous round can hold: who counted travels as one bit per
+#: worker in the (otherwise unused) worker entry of a round's event, an int32
+MASK_WORKERS = 32
+
+#: the rules whose semi-synchronous rounds can let late work count later
+#: (``late="stale"``): their workers reset to the centre, so a late commit is an update
+#: θᵏ − θ̃_pull that can be added to a newer centre
+STALE_RULES = ("synchronous_sgd", "model_averaging", "local_sgd", "post_local_sgd", "diloco")
+
+
+def round_late(traces: Sequence[RoundTrace]) -> str | None:
+    """The semi-synchronous mode of checked round traces: ``"discard"``, ``"stale"``, or
+    None for plain rounds."""
+    return traces[0].late if traces[0].counted is not None else None
+
+
+def _check_rounds(rule: Rule, traces: Sequence[RoundTrace], n_workers: int) -> None:
+    """Round traces replayed together are all plain or all semi-synchronous with one
+    ``late``; a semi-synchronous one fits the mask and the rule."""
+    for t in traces:
+        if t.counted is not None and t.late not in ("discard", "stale"):
+            raise ConfigError(f"a semi-synchronous trace (with counted) must say what became "
+                              f"of late work: late='discard' or 'stale', got {t.late!r}")
+    modes = {t.late if t.counted is not None else None for t in traces}
+    if len(modes) != 1:
+        raise ConfigError("traces replayed together must all be plain rounds or all "
+                          "semi-synchronous with one late mode, got "
+                          + ", ".join(sorted(str(m) for m in modes)))
+    late = modes.pop()
+    if late is None:
+        return
+    for t in traces:
+        counted = np.asarray(t.counted)
+        if counted.dtype != bool or counted.shape != (t.n_events, t.n_workers):
+            raise ConfigError(f"a semi-synchronous trace's counted must be bool (rounds, "
+                              f"workers) = {(t.n_events, t.n_workers)}, got "
+                              f"{counted.dtype} {counted.shape}")
+    if n_workers > MASK_WORKERS:
+        raise ConfigError(f"semi-synchronous rounds replay at most {MASK_WORKERS} workers "
+                          f"(who counted is a 32-bit mask per round), got {n_workers}")
+    if rule.warmup_rounds:
+        raise ConfigError(f"{rule.name}'s warm-up rounds do not combine with "
+                          "semi-synchronous rounds")
+    if late == "stale" and (rule.structure is None or rule.structure[0] not in STALE_RULES):
+        raise ConfigError(f"late='stale' replays rules whose workers reset to the centre "
+                          f"({', '.join(STALE_RULES)}), got {rule.name}")
+
+
+def round_masks(traces: Sequence[RoundTrace], length: int) -> np.ndarray:
+    """int32 ``(Tr, length)``: per round, bit k set where worker k counted (0 past a
+    trace's end); a plain round has every worker's bit."""
+    out = np.zeros((len(traces), length), np.uint32)
+    for i, t in enumerate(traces):
+        counted = np.asarray(t.counted, bool)
+        bits = np.left_shift(np.uint32(1), np.arange(t.n_workers, dtype=np.uint32))
+        out[i, :t.n_events] = np.bitwise_or.reduce(np.where(counted, bits, np.uint32(0)),
+                                                   axis=1)
+    return out.view(np.int32)
 
 
 def check_count(name: str, value, top: int | None = None) -> int:

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from ..problems import Problem
 from ..rules import AXIS, Rule
-from ..rules.parts import padded_workers
+from ..rules.parts import padded_workers, partial_round
 from ._core import (
     all_finite,
     initial_state,
@@ -146,8 +146,14 @@ def asynchronous_event(rule, gradient):
     return event
 
 
+def counted_of(mask, worker_id):
+    """Whether worker ``worker_id`` counted in a semi-synchronous round whose event holds
+    ``mask``, bit k for worker k (:func:`~asynclab.engine._core.round_masks`)."""
+    return (jnp.right_shift(mask, worker_id) & 1) == 1
+
+
 def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
-                      padded: bool = False):
+                      padded: bool = False, late: str | None = None):
     """One round: every worker's local work, then the collective synchronisation.
 
     ``stepwise``: the event is one local step of every worker (``rule`` does one step per
@@ -156,8 +162,32 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
     ``asynclab.engine.replay(..., stepwise=True)``). ``padded``: ``n_workers`` is a padded
     worker axis; the event's ``count`` says how many of its workers are real, and the
     exchange averages over those (:func:`asynclab.rules.parts.padded_workers`).
+    ``late`` (``"discard"`` or ``"stale"``): the rounds are semi-synchronous, and the
+    event's ``worker_id`` holds the bit mask of the workers that counted
+    (:func:`asynclab.rules.parts.partial_round`).
     """
     ids = jnp.arange(n_workers, dtype=jnp.int32)
+
+    if late is not None:
+        stale = late == "stale"
+
+        def one_counted(server, worker, key, worker_id, mask):
+            local = rule.local(worker, gradient, key, worker_id)
+            server, after = partial_round(rule.exchange, server, worker, local,
+                                          counted_of(mask, worker_id), stale)
+            return server, after, local.params
+
+        rounds = jax.vmap(one_counted, in_axes=(None, 0, 0, 0, None), out_axes=(None, 0, 0),
+                          axis_name=AXIS)
+
+        def masked(carry: Carry, worker_keys, worker_id, active, index, count=None):
+            del count  # the mask holds real workers only
+            server, workers, local_params = rounds(carry.server, carry.workers, worker_keys,
+                                                   ids, worker_id)
+            carry, stop = _stepped(carry, server, workers, active, index)
+            return carry, stop, local_params
+
+        return masked
 
     def exchange(server, worker, worker_id, count):
         if not padded:

@@ -40,6 +40,8 @@ from ._core import (
     check_traces,
     default_record_every,
     event_arrays,
+    round_late,
+    round_masks,
     run_config,
 )
 from ._events import reported_center
@@ -109,6 +111,8 @@ class _Plan(NamedTuple):
     stepwise: int = 0
     #: the padded worker axis (``pad_workers``), or None
     pad_workers: int | None = None
+    #: semi-synchronous rounds: what became of late work ("discard", "stale"), else None
+    late: str | None = None
 
     @property
     def axis_workers(self) -> int:
@@ -157,6 +161,10 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths,
     if len(traces) not in (1, n_seeds):
         raise ConfigError(f"give one trace, or one per seed ({n_seeds}); got {len(traces)}")
     n_workers = check_traces(rule, traces)
+    late = round_late(traces) if rule.synchronous else None
+    if late is not None and stepwise:
+        raise ConfigError("stepwise replays plain synchronous rounds, not semi-synchronous "
+                          "ones")
     time, worker, staleness = event_arrays(traces, rule.synchronous)
     n_events = time.shape[1]
     if record_every is None:
@@ -188,13 +196,15 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths,
         ev_worker[:, :n_events * lam] = ends
         ev_active[:, :n_events * lam] = np.repeat(staleness >= 0, lam, axis=1)
     else:
-        ev_worker[:, :n_events] = np.maximum(worker, 0)
+        # a semi-synchronous round's worker entry holds who counted, one bit per worker
+        ev_worker[:, :n_events] = (np.maximum(worker, 0) if late is None
+                                   else round_masks(traces, n_events))
         ev_active[:, :n_events] = staleness >= 0
     ev_index = np.broadcast_to(np.arange(padded, dtype=np.int32), (len(traces), padded))
     events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
     return _Plan(time, worker, staleness, n_workers, n_events, record_every, bool(record_paths),
                  n_blocks, blocks_per_chunk, n_chunks, events, lam if stepwise else 0,
-                 pad_workers)
+                 pad_workers, late)
 
 
 class _Replayed(NamedTuple):
@@ -277,7 +287,7 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         rule = stepwise_rule(rule)
     run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, axis,
                                 shared, event_unroll(unroll), devices, bool(plan.stepwise),
-                                padded)
+                                padded, plan.late)
     if padded:
         values = {**values, WORKERS: np.full(batch, n_workers, np.float32)}
     values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
@@ -354,13 +364,13 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         }
     final = _host(reported_center(carry))
     diverged_at = _host(carry.diverged_at)
-    # a synchronous round weights its workers equally: 1/n each, nothing counted
-    moved = (np.ones((batch, n_workers), np.float32) if carry.moved is None
-             else _host(carry.moved))
+    # a synchronous round weights its workers equally: 1/n each, nothing counted; a
+    # semi-synchronous one weights those that counted, which no share records yet (None)
+    share = (center_shares(_host(carry.moved), rule.group_size) if carry.moved is not None
+             else center_shares(np.ones((batch, n_workers))) if plan.late is None else None)
     if lam > 1:  # the step at which a run diverged -> its round
         diverged_at = np.where(diverged_at >= 0, diverged_at // lam, diverged_at)
-    return _Replayed(loss, final, diverged_at, center_path, worker_path, recorded,
-                     center_shares(moved, rule.group_size))
+    return _Replayed(loss, final, diverged_at, center_path, worker_path, recorded, share)
 
 
 def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:

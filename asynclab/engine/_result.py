@@ -55,7 +55,8 @@ class Result:
         asynchronous commit is credited to its worker (a mixed cluster's group commit
         to its members, equally); a synchronous round to every worker equally. Each
         row sums to 1; NaN for a run whose centre never moved. None for a result made
-        without it (the threads backend, archives older than it).
+        without it (semi-synchronous rounds, the threads backend, archives older than
+        it).
 
     The records' axes: :attr:`record_events` (events done at each record) and
     :attr:`record_time` (simulated seconds at each record, ``(Tr, R)``); ``loss[s, r]``

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
@@ -12,6 +13,7 @@ from .._errors import ConfigError
 from ..cluster import (
     Cluster,
     ComputeTime,
+    SemiSync,
     simulate_async,
     simulate_sync,
     simulate_sync_with_warmup,
@@ -169,13 +171,19 @@ def with_start(problem: Problem, start) -> Problem:
 
 
 def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0,
-             activity: bool = False):
+             activity: bool = False, semisync: SemiSync | None = None):
     """The trace a cluster produces for a rule: commits (asynchronous) or rounds.
 
     Post-local SGD's warm-up rounds take one local step each, so they are scheduled
     with λ = 1 and the rest with λ = H; the two parts are joined in time. With
     ``activity`` the trace also holds what every worker did when (``trace.activity``).
+    ``semisync``: semi-synchronous rounds (synchronous rules; see
+    :func:`~asynclab.cluster.simulate_sync`).
     """
+    check_semisync_rule(rule, semisync)
+    if semisync is not None:
+        return simulate_sync(cluster, local_steps=rule.local_steps, rounds=commits,
+                             horizon=horizon, rng=rng, activity=activity, semisync=semisync)
     warmup = rule.warmup_rounds if rule.synchronous else 0
     if warmup:
         return simulate_sync_with_warmup(cluster, warmup_rounds=warmup,
@@ -186,6 +194,27 @@ def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0,
                              horizon=horizon, rng=rng, activity=activity)
     return simulate_async(cluster, local_steps=rule.local_steps, commits=commits,
                           horizon=horizon, rng=rng, activity=activity)
+
+
+def check_semisync_rule(rule: Rule, semisync) -> None:
+    """``semisync`` is None or a :class:`~asynclab.cluster.SemiSync` the rule can run:
+    a synchronous rule without warm-up rounds, and for ``late="stale"`` one of
+    :data:`~asynclab.engine._core.STALE_RULES`."""
+    from ._core import STALE_RULES
+
+    if semisync is None:
+        return
+    if not isinstance(semisync, SemiSync):
+        raise ConfigError(f"semisync must be an asynclab.cluster.SemiSync, got {semisync!r}")
+    if not rule.synchronous:
+        raise ConfigError(f"semisync: semi-synchronous rounds need a synchronous rule; "
+                          f"{rule.name} is asynchronous")
+    if rule.warmup_rounds:
+        raise ConfigError(f"semisync: {rule.name}'s warm-up rounds do not combine with "
+                          "semi-synchronous rounds")
+    if semisync.stale and (rule.structure is None or rule.structure[0] not in STALE_RULES):
+        raise ConfigError(f"semisync: late='stale' needs a rule whose workers reset to the "
+                          f"centre ({', '.join(STALE_RULES)}), got {rule.name}")
 
 
 def run(
@@ -209,6 +238,7 @@ def run(
     problem_options: dict | None = None,
     start: Sequence[float] | None = None,
     devices=None,
+    semisync: SemiSync | None = None,
     **hyperparameters,
 ) -> Result:
     """Simulate a cluster, replay its schedule with a rule, for every seed.
@@ -237,6 +267,10 @@ def run(
       devices: the devices the seeds are split over (default: every device of JAX's
         default backend, every process's after ``asynclab.backends.initialize``; a count,
         or a list of ``jax.Device``); a seed's numbers do not depend on it.
+      semisync: semi-synchronous rounds for a synchronous rule, a
+        :class:`~asynclab.cluster.SemiSync`: the first K of n (``quorum``), backup
+        workers (``backup``) or a time window; late work discarded or stale (``late``).
+        The round's aggregate averages the workers that counted.
       **hyperparameters: the rule's own hyperparameters.
 
     Returns:
@@ -254,7 +288,7 @@ def run(
         horizon=horizon, seeds=seeds, learning_rate=learning_rate, local_steps=local_steps,
         noise=noise, init=init, trace_per_seed=trace_per_seed,
         problem_options=problem_options, start=start, hyperparameters=hyperparameters,
-        record_every=record_every, record_paths=record_paths)
+        record_every=record_every, record_paths=record_paths, semisync=semisync)
     return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
                   record_every=record_every, record_paths=record_paths, progress=progress,
                   config=config, devices=devices)
@@ -263,7 +297,7 @@ def run(
 def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,
              learning_rate, local_steps, noise, init, trace_per_seed, problem_options, start,
              hyperparameters, record_every=None, record_paths=None, points=1,
-             in_flight=None):
+             in_flight=None, semisync=None):
     """The checked problem, rule, traces, seeds and config of a run (see :func:`run`)."""
     problem_name = problem if isinstance(problem, str) else problem.name
     group_size = rule_group_size(rule, hyperparameters, cluster)
@@ -286,6 +320,15 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
     rule = _rule_from(rule, learning_rate, local_steps, hyperparameters, cluster)
     if rule.name == "sequential_sgd" and cluster.workers != 1:
         raise ConfigError(f"sequential_sgd runs one worker, got workers={cluster.workers}")
+    check_semisync_rule(rule, semisync)
+    if semisync is not None:
+        from ._core import MASK_WORKERS
+
+        semisync.quorum_of(cluster.workers)
+        if cluster.workers > MASK_WORKERS:
+            raise ConfigError(f"semisync: semi-synchronous rounds replay at most "
+                              f"{MASK_WORKERS} workers (who counted is a 32-bit mask per "
+                              f"round), got workers={cluster.workers}")
     if (commits is None) == (horizon is None):
         raise ConfigError("give exactly one budget: commits (or rounds) or horizon (seconds)")
     if commits is not None:
@@ -300,8 +343,8 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
                                        in_flight),
                            "commits" if commits is not None else "horizon")
     trace_seeds = seed_list if trace_per_seed else seed_list[:1]
-    traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s)
-              for s in trace_seeds]
+    traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s,
+                       semisync=semisync) for s in trace_seeds]
     config = run_config(
         rule, problem, workers=cluster.workers, seeds=seed_list, noise=noise, init=init,
         problem=problem_name,
@@ -312,6 +355,7 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
         horizon=horizon,
         start=None if start is None else [float(v) for v in start],
         trace_per_seed=bool(trace_per_seed),
+        **({} if semisync is None else {"semisync": dataclasses.asdict(semisync)}),
         defaults_used=(["learning_rate"] if defaulted else [])
         + (["record_every"] if record_every is None else []),
     )

@@ -99,6 +99,7 @@ def sweep(
     start: Sequence[float] | None = None,
     runs_per_call: int | None = None,
     devices=None,
+    semisync=None,
     **hyperparameters,
 ) -> Result:
     """Replay every point of ``grid`` × every seed, as :func:`asynclab.run` would each.
@@ -120,6 +121,8 @@ def sweep(
       record_paths: record trajectories (default False: a sweep's paths are rarely wanted).
       devices: the local devices each call's (point, seed) pairs are split over, as for
         :func:`asynclab.run`.
+      semisync: semi-synchronous rounds (an :class:`asynclab.cluster.SemiSync`), as for
+        :func:`asynclab.run`: every point replays the same rounds.
 
     Returns:
       A :class:`~asynclab.engine.Result` whose per-seed arrays have the grid's axes in
@@ -171,7 +174,7 @@ def sweep(
                                                                        **first},
         record_every=record_every, record_paths=record_paths,
         points=int(np.prod([len(v) for v in grid.values()])),
-        in_flight=runs_per_call or ("bytes", MEMORY_BUDGET))
+        in_flight=runs_per_call or ("bytes", MEMORY_BUDGET), semisync=semisync)
     return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
                        init=init, record_every=record_every, record_paths=record_paths,
                        progress=progress, runs_per_call=runs_per_call, config=config,

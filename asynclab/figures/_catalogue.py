@@ -130,6 +130,13 @@ def _movers_title(config) -> str:
             f"{config.commits} commits, {config.seeds} seeds")
 
 
+def _semisync_title(config) -> str:
+    return (rf"Slow and stale: synchronous, K-of-$n$, backup and asynchronous SGD, quadratic "
+            rf"$d$ = {config.dim}, condition {config.condition:g}, $\eta$ = "
+            rf"{config.learning_rate:g}, $\sigma^2$ = {config.noise:g}, exponential step "
+            f"times (mean 1 s), {config.horizon:g} s per run, {config.seeds} seeds")
+
+
 _ALL = [
     Figure("staleness", "Staleness histograms for n ∈ {10, 20, 30, 60} with the geometric "
            "fit, a heterogeneous cluster and one with a 10× slower worker.",
@@ -172,6 +179,9 @@ _ALL = [
     Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
            "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
            "movers", "movers:plot_movers", _movers_title),
+    Figure("semisync", "Time to target and final error against n for synchronous, K-of-n "
+           "(discarded or stale late work), backup-worker and asynchronous SGD.",
+           "semisync", "semisync:plot_semisync", _semisync_title, pass_config=True),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.

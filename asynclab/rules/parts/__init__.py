@@ -22,6 +22,7 @@ from ._compose import Commit as Commit
 from ._compose import Pull as Pull
 from ._compose import asynchronous as asynchronous
 from ._compose import exchange_of as exchange_of
+from ._compose import partial_round as partial_round
 from ._compose import synchronize_of as synchronize_of
 from ._compose import synchronous as synchronous
 from ._exchange import GapState as GapState
@@ -64,7 +65,7 @@ __all__ = [
     "check_positive", "delay_compensated", "distance_scaled", "elastic_average",
     "elastic_center", "elastic_pull", "exchange_of", "gap_scaled", "group_local_work",
     "keep_params", "local_work", "normalised_step", "outer_optimizer", "padded_workers",
-    "parameters",
+    "parameters", "partial_round",
     "remember_pull", "replace", "reset_to_center", "server_momentum", "staleness_scaled",
     "start_at_center", "start_at_own", "synchronize_of", "synchronous", "traced",
     "worker_count", "worker_mean", "worker_optimizer", "worker_sgd"

@@ -10,7 +10,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ..._errors import ConfigError
 from .._base import (
+    AXIS,
     ExchangeInfo,
     Params,
     Rule,
@@ -82,6 +84,68 @@ def synchronize_of(aggregate: Aggregate, pull: Pull, outer=None, keep_pulled=Fal
         return new, pull(server, new, worker), ExchangeInfo(staleness=staleness, scale=scale)
 
     return synchronize
+
+
+def _where(keep, new, old):
+    """``new`` where ``keep`` (a scalar boolean) else ``old``, leaf by leaf."""
+    return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, old)
+
+
+def partial_round(exchange, server: ServerState, before: WorkerState, local: WorkerState,
+                  counted, stale: bool):
+    """One worker's part of a semi-synchronous round, under the named worker axis.
+
+    ``counted`` (a boolean per worker) says whose commit the round's aggregate takes:
+    :func:`~asynclab.rules.parts.worker_mean` and
+    :func:`~asynclab.rules.parts.worker_count` then cover those workers only (a masked
+    ``psum`` over the axis divided by their number), so every executor that runs the
+    rule's ``exchange`` under the axis — the replay's ``vmap``, the device executor's
+    ``shard_map`` — runs the masked round unchanged.
+
+    - discard (``stale=False``): a worker that did not count contributes nothing, its
+      local work is thrown away (parameters and inner optimizer state as in ``before``;
+      its step counter advances, so its batches are spent) and it takes the round's
+      pull like the others. With every worker counted this is the rule's own exchange,
+      the same arithmetic.
+    - stale: the commit of a counted worker is its update since its last pull,
+      rebased on the current centre, ``θ̃ + (θᵏ − θ̃ᵏ_pull)``; the rule's aggregate
+      then averages updates (model averaging: θ̃ ← θ̃ + mean_counted (θᵏ − θ̃ᵏ_pull)). A
+      worker that did not count keeps ``before`` (its work is done once, when it counts)
+      and does not pull.
+
+    A round in which nobody counted leaves the server and every worker as they were.
+
+    Args:
+      exchange: the rule's synchronous exchange ``(server, worker) -> (server, worker,
+        info)``.
+      server: the server state before the round.
+      before: this worker's state before its local work.
+      local: its state after its local work (``rule.local``).
+      counted: whether this worker counts in the round (a boolean scalar).
+      stale: late work counts later (True) or is discarded (False).
+
+    Returns:
+      ``(server, worker)`` after the round.
+    """
+    from ._exchange import padded_workers
+
+    number = jax.lax.psum(counted.astype(jnp.int32), AXIS)
+    if stale:
+        if local.pulled_center is None:
+            raise ConfigError("late='stale' needs a rule whose workers reset to the centre "
+                              "(their update θᵏ − θ̃_pull is what a stale commit carries)")
+        update = jax.tree.map(
+            lambda c, p, q: c + (p - q), server.center, local.params, local.pulled_center)
+        sent = local._replace(params=update, pulled_center=server.center)
+    else:
+        idle = local._replace(params=before.params, inner_state=before.inner_state)
+        sent = _where(counted, local, idle)
+    with padded_workers(counted, number):
+        new_server, after, _ = exchange(server, sent)
+    if stale:
+        after = _where(counted, after, before)
+    empty = number == 0
+    return _where(empty, server, new_server), _where(empty, before, after)
 
 
 def _server_init(outer, init_extra):

@@ -1,0 +1,300 @@
+"""Semi-synchronous rounds: a round that closes before every worker is in.
+
+Three ways to close a round, all of a :class:`SemiSync` given to
+:func:`~asynclab.cluster.simulate_sync`:
+
+- ``quorum=K``: when the K-th commit of the round reaches the server (K of n);
+- ``backup=b``: the cluster's n + b workers all start and the first n commits close the
+  round (backup workers, Chen et al. 2016) — the same as ``quorum = workers − b``;
+- ``window=T`` (with ``min_count=m`` and ``deadline=D``): T seconds after the round
+  opened if at least m commits are in, else when the m-th arrives, but no later than D
+  seconds after it opened, with whoever is in then (possibly nobody).
+
+What happens to the work that misses the round (``late``): ``"discard"`` cancels it (every
+worker pulls the new centre and starts the next round from it); ``"stale"`` lets it run
+on, and a commit counts in the round that is open when it arrives (with the staleness of
+the rounds it missed); only the workers that counted pull.
+
+The simulator processes here schedule and record; they do no optimizer arithmetic. The
+round trace records who counted in every round (``RoundTrace.counted``); the replay
+averages over those (:mod:`asynclab.engine`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import simpy
+
+from .. import _names, _validate
+from .._errors import ConfigError
+
+#: what becomes of the work that misses a round (:attr:`SemiSync.late`)
+LATE = _names.LATE
+
+
+@dataclasses.dataclass(frozen=True)
+class SemiSync:
+    """How a semi-synchronous round closes, and what becomes of the work that misses it.
+
+    Give exactly one of ``quorum``, ``backup`` or ``window``.
+
+    Attributes:
+      quorum: K >= 1: the round's aggregate is applied when its K-th commit arrives
+        (K <= the cluster's workers; K = n is the plain synchronous round).
+      backup: b >= 0 backup workers: a cluster of n + b workers whose rounds take the
+        first n commits (``quorum = workers − b``; b = 0 is the plain round).
+      late: ``"discard"`` (default): the late workers' work is cancelled when the round
+        closes, and every worker pulls the new centre; ``"stale"``: the late workers
+        keep computing from the centre they last pulled, their commit counts in the
+        round open when it arrives, and only the workers that counted pull.
+      window: T > 0 seconds: the round closes T seconds after it opened (the previous
+        round's aggregate; the run's start for the first) if ``min_count`` commits are
+        in, else when the ``min_count``-th arrives...
+      min_count: m >= 1 (default 1), at most the cluster's workers;
+      deadline: ...but at the latest D >= T seconds after it opened (default: no
+        deadline), with whoever is in then. A round nobody made leaves the centre as it
+        is.
+
+    Example:
+      >>> trace = simulate_sync(Cluster(workers=8, compute=ComputeTime("exponential")),
+      ...                       rounds=100, semisync=SemiSync(quorum=6))
+      >>> trace.counted.sum(axis=1)  # six workers counted in every round
+    """
+
+    quorum: int | None = None
+    backup: int | None = None
+    late: str = "discard"
+    window: float | None = None
+    min_count: int | None = None
+    deadline: float | None = None
+
+    def __post_init__(self):
+        given = [name for name in ("quorum", "backup", "window")
+                 if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ConfigError("SemiSync: give exactly one of quorum, backup or window, got "
+                              + (", ".join(given) if given else "none"))
+        if self.quorum is not None:
+            object.__setattr__(self, "quorum", _validate.count(self.quorum, "SemiSync.quorum"))
+        if self.backup is not None:
+            object.__setattr__(self, "backup",
+                               _validate.count(self.backup, "SemiSync.backup", low=0))
+        if not isinstance(self.late, str) or self.late not in LATE:
+            raise ConfigError(f"SemiSync.late must be one of {', '.join(LATE)}, "
+                              f"got {self.late!r}")
+        if self.window is None:
+            for name in ("min_count", "deadline"):
+                if getattr(self, name) is not None:
+                    raise ConfigError(f"SemiSync.{name} goes with a time window; give "
+                                      "window=T too")
+            return
+        window = _validate.number(self.window, "SemiSync.window", low=0, low_open=True)
+        object.__setattr__(self, "window", window)
+        m = 1 if self.min_count is None else _validate.count(self.min_count,
+                                                                 "SemiSync.min_count")
+        object.__setattr__(self, "min_count", m)
+        if self.deadline is not None:
+            deadline = _validate.number(self.deadline, "SemiSync.deadline", low=0,
+                                        allow_inf=True)
+            if deadline < window:
+                raise ConfigError(f"SemiSync.deadline ({deadline:g}) must be at least the "
+                                  f"window ({window:g})")
+            object.__setattr__(self, "deadline", deadline)
+
+    def quorum_of(self, workers: int) -> int | None:
+        """The round's quorum K on a cluster of ``workers`` (None for a time window),
+        checked against it: a ConfigError naming the field if it does not fit."""
+        if self.window is not None:
+            if self.min_count > workers:
+                raise ConfigError(f"SemiSync.min_count={self.min_count} is more than the "
+                                  f"cluster's {workers} workers")
+            return None
+        if self.backup is not None:
+            if self.backup >= workers:
+                raise ConfigError(f"SemiSync.backup={self.backup} leaves no worker to wait "
+                                  f"for on a cluster of {workers} (workers counts the "
+                                  "backups: n + b)")
+            return workers - self.backup
+        if self.quorum > workers:
+            raise ConfigError(f"SemiSync.quorum={self.quorum} is more than the cluster's "
+                              f"{workers} workers")
+        return self.quorum
+
+    @property
+    def stale(self) -> bool:
+        """Whether late work counts in a later round (``late="stale"``)."""
+        return self.late == "stale"
+
+
+def check_semisync(semisync) -> SemiSync | None:
+    """``semisync`` if it is None or a :class:`SemiSync`, else a ConfigError."""
+    if semisync is not None and not isinstance(semisync, SemiSync):
+        raise ConfigError(f"semisync must be an asynclab.cluster.SemiSync, got {semisync!r}")
+    return semisync
+
+
+class _Open:
+    """A round being gathered: who counted so far, and the event of its aggregate."""
+
+    __slots__ = ("counted", "closed", "window_over", "result")
+
+    def __init__(self, env):
+        self.counted = []
+        self.closed = False
+        self.window_over = False
+        self.result = env.event()
+
+
+class _Rounds:
+    """The server's side of semi-synchronous rounds: it counts arrivals, closes rounds
+    and records them (time, duration, who counted)."""
+
+    def __init__(self, env, quorum, min_count, down, limit, horizon, stop):
+        self.env = env
+        self.quorum = quorum
+        self.min_count = min_count
+        self.down = down
+        self.limit = limit
+        self.horizon = horizon
+        self.stop = stop
+        self.current = _Open(env)
+        self.time, self.duration, self.counted = [], [], []
+        self._end = 0.0
+
+    def arrive(self, rnd: _Open, worker: int) -> None:
+        """A commit reaches the server in round ``rnd``; it may close the round."""
+        rnd.counted.append(worker)
+        if self.quorum is not None:
+            if len(rnd.counted) == self.quorum:
+                self.close(rnd)
+        elif rnd.window_over and len(rnd.counted) >= self.min_count:
+            self.close(rnd)
+
+    def close(self, rnd: _Open) -> None:
+        """Apply round ``rnd``'s aggregate now (or end the run if the budget is spent)."""
+        now = self.env.now
+        rnd.closed = True
+        if len(self.time) >= self.limit or now > self.horizon:
+            if not self.stop.triggered:
+                self.stop.succeed()
+            return
+        end = now + self.down
+        self.time.append(now)
+        self.duration.append(end - self._end)
+        self.counted.append(rnd.counted)
+        self._end = end
+        self.current = _Open(self.env)
+        rnd.result.succeed()
+
+
+def _window_server(env, rounds: _Rounds, window: float, deadline: float):
+    """Closes each round at its window, or later at its m-th commit or its deadline."""
+    while not rounds.stop.triggered:
+        rnd = rounds.current
+        yield env.timeout(window)
+        if len(rnd.counted) >= rounds.min_count:
+            rounds.close(rnd)
+            continue
+        rnd.window_over = True
+        if math.isinf(deadline):
+            yield rnd.result
+            continue
+        yield rnd.result | env.timeout(deadline - window)
+        if not rnd.closed:
+            rounds.close(rnd)
+
+
+def _semisync_worker(env, worker, next_block, down, server, server_time, rounds: _Rounds,
+                     stale, rows=None):
+    """A worker of semi-synchronous rounds: compute, commit, wait for its round, pull.
+
+    ``stale``: every commit counts in the round open when it arrives. Otherwise
+    (discard) a worker works for the round open when its phase starts, and when that
+    round closes first its work is cancelled wherever it is (computing, travelling,
+    queued or served at the server); it then starts a new phase at once, the reply with
+    the new centre travelling first, as after any round. ``rows`` as in the plain
+    synchronous worker; a cancelled row gets a sixth entry, the time it was cut.
+    """
+    timeout = env.timeout
+    delays = next_block(0.0)
+    while delays:
+        for delay in delays:
+            mine = rounds.current
+            if rows is not None:
+                row = [env.now, env.now + delay, math.nan, math.nan, math.inf]
+                rows.append(row)
+            if stale:
+                yield timeout(delay)
+                if server is not None:
+                    req = server.request()
+                    yield req
+                    if rows is not None:
+                        row[2] = env.now
+                    yield timeout(server_time)
+                    server.release(req)
+                elif rows is not None:
+                    row[2] = env.now
+                mine = rounds.current
+            else:
+                yield timeout(delay) | mine.result
+                if not mine.closed and server is not None:
+                    req = server.request()
+                    yield req | mine.result
+                    if mine.closed:
+                        if req.triggered:
+                            server.release(req)
+                        else:
+                            req.cancel()
+                    else:
+                        if rows is not None:
+                            row[2] = env.now
+                        yield timeout(server_time) | mine.result
+                        server.release(req)
+                elif not mine.closed and rows is not None:
+                    row[2] = env.now
+                if mine.closed:  # the round closed first: this work is cancelled
+                    if rows is not None:
+                        row.append(env.now)
+                    continue
+            if rows is not None:
+                row[3] = env.now
+            rounds.arrive(mine, worker)
+            yield mine.result
+            if rows is not None:
+                row[4] = env.now
+        delays = next_block(env.now + down)
+    if not rounds.stop.triggered:  # the worker's timing model ran out of steps
+        rounds.stop.succeed()
+
+
+def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, recorder=None):
+    """Run the semi-synchronous simulation of ``streams`` (one per worker) until ``limit``
+    rounds or the first aggregate after ``horizon``; ``recorder`` (an activity
+    :class:`~asynclab.cluster._activity.Recorder`, or None) receives every exchange.
+
+    Returns:
+      ``(time, duration, counted)``: float64 ``(R,)``, float64 ``(R,)``, bool ``(R, n)``.
+    """
+    n = cluster.workers
+    quorum = semisync.quorum_of(n)
+    env = simpy.Environment()
+    stop = env.event()
+    rounds = _Rounds(env, quorum, semisync.min_count, cluster.transfer_time, limit, horizon,
+                     stop)
+    server = simpy.Resource(env, capacity=1) if cluster.server_time > 0.0 else None
+    for k, stream in enumerate(streams):
+        env.process(_semisync_worker(env, k, stream.next_block, cluster.transfer_time, server,
+                                     cluster.server_time, rounds, semisync.stale,
+                                     None if recorder is None else recorder.rows[k]))
+    if quorum is None:
+        deadline = math.inf if semisync.deadline is None else semisync.deadline
+        env.process(_window_server(env, rounds, semisync.window, deadline))
+    env.run(until=stop)
+    counted = np.zeros((len(rounds.time), n), bool)
+    for r, members in enumerate(rounds.counted):
+        counted[r, members] = True
+    return (np.array(rounds.time, dtype=np.float64), np.array(rounds.duration, np.float64),
+            counted)

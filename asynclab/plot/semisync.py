@@ -1,0 +1,97 @@
+"""Drawing the slow-and-stale study: time to target and final error against n, per mode,
+and the loss over simulated time at one n."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ._common import finish, log2_axis  # noqa: E402
+from ._style import OKABE_ITO, legend_below, styled  # noqa: E402
+
+COLORS = {"synchronous": OKABE_ITO["blue"], "K-of-n": OKABE_ITO["green"],
+          "K-async": OKABE_ITO["orange"], "backup": OKABE_ITO["purple"],
+          "asynchronous": OKABE_ITO["vermillion"]}
+DASHES = {"synchronous": "-", "K-of-n": "--", "K-async": "-.", "backup": ":",
+          "asynchronous": "--"}
+MARKERS = {"synchronous": "s", "K-of-n": "^", "K-async": "v", "backup": "D",
+           "asynchronous": "o"}
+
+
+def mode_label(mode: str, config: dict) -> str:
+    """The legend entry of a mode, with its K or b."""
+    if mode == "K-of-n" and config:
+        return rf"K of $n$ (K = {config['quorum_share']:g}$n$, late work discarded)"
+    if mode == "K-async" and config:
+        return rf"K-async (K = {config['quorum_share']:g}$n$, late work stale)"
+    if mode == "backup" and config:
+        return rf"backup ($n$ + {config['backup_share']:g}$n$ workers, first $n$)"
+    if mode == "asynchronous":
+        return r"asynchronous SGD (DOWNPOUR, $\lambda$ = 1)"
+    return "synchronous SGD" if mode == "synchronous" else mode
+
+
+def _time_panel(ax, data, labels, target):
+    n = data["workers"]
+    for m, mode in enumerate(data["modes"]):
+        seconds = data["seconds_to_target"][m]
+        with np.errstate(invalid="ignore"):  # ∞: a seed that never reached the target
+            median = np.median(seconds, axis=-1)
+            low, high = np.percentile(seconds, [25, 75], axis=-1)
+        shown = np.isfinite(median)
+        ax.plot(n[shown], median[shown], marker=MARKERS[mode], ls=DASHES[mode],
+                color=COLORS[mode], label=labels[m])
+        ax.fill_between(n[shown], low[shown], np.where(np.isfinite(high), high, np.nan)[shown],
+                        color=COLORS[mode], alpha=0.15, lw=0)
+    log2_axis(ax, n)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers $n$")
+    ax.set_ylabel(f"simulated seconds to loss {target:g} (median, quartiles)")
+
+
+def _final_panel(ax, data, labels):
+    n = data["workers"]
+    for m, mode in enumerate(data["modes"]):
+        final = data["final_loss"][m]
+        ax.plot(n * 2.0 ** (0.05 * (m - 2)), np.nanmean(final, axis=-1),
+                marker=MARKERS[mode], ls=DASHES[mode], color=COLORS[mode], label=labels[m])
+    log2_axis(ax, n)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers $n$")
+    ax.set_ylabel(f"loss at the horizon (mean over {data['final_loss'].shape[-1]} seeds)")
+
+
+def _curve_panel(ax, data, labels, shown, target):
+    i = int(np.flatnonzero(data["workers"] == shown)[0])
+    for m, mode in enumerate(data["modes"]):
+        ax.plot(data["grid"], data["curves"][m, i], ls=DASHES[mode], color=COLORS[mode],
+                label=labels[m])
+    ax.axhline(target, color="k", lw=0.8, ls=":")
+    ax.set_yscale("log")
+    ax.set_xlabel("simulated seconds")
+    ax.set_ylabel(f"central loss, $n$ = {shown} (mean over seeds)")
+
+
+@styled
+def plot_semisync(data: dict, path=None, title: str | None = None, config: dict | None = None):
+    """Left: simulated seconds to the target loss against n; middle: the loss at the
+    horizon against n; right: the loss over simulated time at one n (``config["shown"]``,
+    else the largest n). One line per mode."""
+    config = config or {}
+    target = float(config.get("target", 0.2))
+    shown = int(config.get("shown", int(data["workers"].max())))
+    if shown not in data["workers"]:
+        shown = int(data["workers"].max())
+    labels = [mode_label(str(mode), config) for mode in data["modes"]]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
+    _time_panel(axes[0], data, labels, target)
+    axes[0].set_title("time to target: slow rounds wait for stragglers", fontsize=10)
+    _final_panel(axes[1], data, labels)
+    axes[1].set_title("final error: stale and few gradients are noisy", fontsize=10)
+    _curve_panel(axes[2], data, labels, shown, target)
+    axes[2].set_title(f"loss over simulated time, $n$ = {shown}", fontsize=10)
+    legend_below(axes[1], ncol=3, gap=0.14)
+    return finish(fig, path, title)

@@ -1,0 +1,357 @@
+"""Semi-synchronous rounds: K of n, backup workers, time windows (cluster and replay).
+
+Timing is checked against the order statistics of exponential compute times and against
+schedules worked out by hand; the replay against a few-line numpy transcription of the
+masked rounds; K = n against the plain synchronous run, bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from children import run as run_child
+from oracles import beale_gradient
+
+import asynclab
+from asynclab import ConfigError
+from asynclab.cluster import Cluster, ComputeTime, Link, RoundTrace, SemiSync, simulate_sync
+from asynclab.engine import initial_state, replay, seed_keys
+from asynclab.problems import beale
+from asynclab.rules import make_rule
+
+EXPONENTIAL = ComputeTime("exponential", mean=1.0)
+
+
+def _constant(scales, latency=0.0):
+    """Constant step times 1 × ``scales[k]``: every schedule can be worked out by hand."""
+    return Cluster(workers=len(scales), compute=ComputeTime("constant", mean=1.0),
+                   time_scale=tuple(float(s) for s in scales), network=Link(latency=latency))
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+@pytest.mark.parametrize("quorum", [1, 3, 8])
+def test_mean_round_time_is_the_kth_order_statistic(quorum):
+    # K-th fastest of n exponentials (rate μ): E = (1/μ) Σ_{i=n−K+1}^{n} 1/i and
+    # Var = (1/μ²) Σ 1/i². Discarded work restarts from scratch, so rounds are i.i.d.;
+    # each also pays the commit message and the reply, 2x.
+    n, rounds, mean, x = 8, 3000, 0.5, 0.05
+    cluster = Cluster(workers=n, compute=ComputeTime("exponential", mean=mean),
+                      network=Link(latency=x))
+    trace = simulate_sync(cluster, rounds=rounds, rng=11, semisync=SemiSync(quorum=quorum))
+    i = np.arange(n - quorum + 1, n + 1)
+    expected = mean * np.sum(1.0 / i) + 2 * x
+    sd = mean * math.sqrt(np.sum(1.0 / i**2))
+    assert abs(trace.duration.mean() - expected) < 4.5 * sd / math.sqrt(rounds)
+    assert (trace.counted.sum(axis=1) == quorum).all()
+    # durations tile the run: each round ends (reply received) where the next starts
+    np.testing.assert_allclose(np.cumsum(trace.duration), trace.time + x)
+
+
+def test_the_fastest_quorum_counts_and_the_rest_is_cancelled():
+    # step times 3, 1, 4, 2 and a link of 0.5 s: the first two commits are workers 1
+    # (1 + 0.5) and 3 (2 + 0.5): the round closes at 2.5, every worker restarts when the
+    # reply arrives at 3.0, and every round is the same: 0.5 + 2 + 0.5 = 3 s
+    cluster = _constant([3, 1, 4, 2], latency=0.5)
+    trace = simulate_sync(cluster, rounds=4, semisync=SemiSync(quorum=2), activity=True)
+    assert trace.late == "discard"
+    np.testing.assert_array_equal(trace.counted, [[False, True, False, True]] * 4)
+    np.testing.assert_allclose(trace.time, [2.5, 5.5, 8.5, 11.5])
+    np.testing.assert_allclose(trace.duration, [3.0] * 4)
+    # worker 2's cancelled work shows as compute up to the close, then the reply
+    act = trace.activity
+    mine = act.worker == 2
+    kinds = [asynclab.cluster.KINDS[k] for k in act.kind[mine]]
+    assert kinds[:3] == ["compute", "communicate", "compute"]
+    np.testing.assert_allclose(act.start[mine][:3], [0.0, 2.5, 3.0])
+    np.testing.assert_allclose(act.end[mine][:3], [2.5, 3.0, 5.5])
+    # every worker's time is tiled up to the last aggregate
+    np.testing.assert_allclose(act.seconds().sum(axis=1), [trace.time[-1]] * 4)
+
+
+def test_stale_commits_count_in_the_round_in_which_they_arrive():
+    # step times 1, 3, 2, 5, no link, quorum 2. Round 1: workers 0 (t=1), 2 (t=2). Round
+    # 2: 0 (pulled at 2, in at 3) and 1 (in at 3, from its start). Round 3: 0 (4), 2 (4).
+    # Round 4: 0 (5) and 3 (in at 5, from its start).
+    trace = simulate_sync(_constant([1, 3, 2, 5]), rounds=4,
+                          semisync=SemiSync(quorum=2, late="stale"))
+    assert trace.late == "stale"
+    np.testing.assert_array_equal(trace.counted, [[1, 0, 1, 0], [1, 1, 0, 0], [1, 0, 1, 0],
+                                                  [1, 0, 0, 1]])
+    np.testing.assert_allclose(trace.time, [2, 3, 4, 5])
+
+
+def test_time_windows_close_at_the_window_the_mth_commit_or_the_deadline():
+    scales = [1, 2, 3, 4]
+    # the window: at 2.5 workers 0 and 1 are in
+    at_window = simulate_sync(_constant(scales), rounds=2, semisync=SemiSync(window=2.5))
+    np.testing.assert_array_equal(at_window.counted, [[1, 1, 0, 0]] * 2)
+    np.testing.assert_allclose(at_window.time, [2.5, 5.0])
+    # nobody before the window ends at 0.5: the round waits for the 2nd commit (t = 2)
+    count = simulate_sync(_constant(scales), rounds=2,
+                          semisync=SemiSync(window=0.5, min_count=2))
+    np.testing.assert_array_equal(count.counted, [[1, 1, 0, 0]] * 2)
+    np.testing.assert_allclose(count.time, [2.0, 4.0])
+    # ... but no later than the deadline, with whoever is in (two of the three wanted)
+    cut = simulate_sync(_constant(scales), rounds=2,
+                        semisync=SemiSync(window=0.5, min_count=3, deadline=2.5))
+    np.testing.assert_array_equal(cut.counted, [[1, 1, 0, 0]] * 2)
+    np.testing.assert_allclose(cut.time, [2.5, 5.0])
+    # a deadline before anyone is in: empty rounds
+    empty = simulate_sync(_constant(scales), rounds=3,
+                          semisync=SemiSync(window=0.5, deadline=0.75))
+    assert not empty.counted.any()
+    np.testing.assert_allclose(empty.time, [0.75, 1.5, 2.25])
+
+
+@pytest.mark.parametrize("semisync", [
+    SemiSync(quorum=2), SemiSync(quorum=3, late="stale"),
+    SemiSync(window=0.8, min_count=2, deadline=1.5),
+    SemiSync(window=0.5, deadline=0.6, late="stale"), SemiSync(window=0.3, deadline=0.4),
+], ids=repr)
+def test_activity_tiles_every_worker_whatever_closes_the_rounds(semisync):
+    # cancelled work (computing, on the link, queued, served) is cut where its round
+    # closed; stale work runs on: either way each worker's intervals tile its time
+    cluster = Cluster(5, EXPONENTIAL, server_time=0.1, network=Link(latency=0.05))
+    trace = simulate_sync(cluster, rounds=60, rng=2, semisync=semisync, activity=True)
+    plain = simulate_sync(cluster, rounds=60, rng=2, semisync=semisync)
+    np.testing.assert_array_equal(trace.time, plain.time)
+    np.testing.assert_array_equal(trace.counted, plain.counted)
+    act = trace.activity
+    np.testing.assert_allclose(act.seconds().sum(axis=1), trace.time[-1], rtol=1e-12)
+    for k in range(5):
+        start, end = act.start[act.worker == k], act.end[act.worker == k]
+        assert np.all(start[1:] >= end[:-1] - 1e-12)
+
+
+def test_quorum_n_and_no_backup_are_the_plain_synchronous_trace_bit_for_bit():
+    cluster = Cluster(workers=5, compute=EXPONENTIAL, network=Link(latency=0.1),
+                      server_time=0.05)
+    plain = simulate_sync(cluster, local_steps=2, rounds=40, rng=4, activity=True)
+    for semisync in (SemiSync(quorum=5), SemiSync(backup=0), SemiSync(quorum=5, late="stale")):
+        full = simulate_sync(cluster, local_steps=2, rounds=40, rng=4, activity=True,
+                             semisync=semisync)
+        assert full.counted.all()
+        for field in ("time", "duration"):
+            np.testing.assert_array_equal(getattr(full, field), getattr(plain, field))
+        for field in ("worker", "kind", "start", "end", "delay"):
+            np.testing.assert_array_equal(getattr(full.activity, field),
+                                          getattr(plain.activity, field))
+
+
+def test_backup_workers_are_a_quorum_of_the_others():
+    cluster = Cluster(workers=6, compute=EXPONENTIAL, server_time=0.02)
+    backup = simulate_sync(cluster, rounds=50, rng=3, semisync=SemiSync(backup=2))
+    quorum = simulate_sync(cluster, rounds=50, rng=3, semisync=SemiSync(quorum=4))
+    np.testing.assert_array_equal(backup.time, quorum.time)
+    np.testing.assert_array_equal(backup.counted, quorum.counted)
+    assert (backup.counted.sum(axis=1) == 4).all()
+
+
+# ------------------------------------------------------------------------------ replay
+
+
+def _masked_rounds(start, counted, late, learning_rate, local_steps):
+    """Model averaging over the workers that counted, by hand (float64, no noise):
+    discard: θ̃ ← mean_C θᵏ and every worker takes θ̃; stale: θ̃ ← θ̃ + mean_C (θᵏ −
+    θ̃ᵏ_pull), only the counted workers take θ̃, the others keep their work for later.
+    A round nobody made changes nothing."""
+    params = np.array(start, np.float64)
+    pulled = params.copy()
+    center = params.mean(axis=0)
+    for members in counted:
+        done = params.copy()
+        for k in range(len(params)):
+            for _ in range(local_steps):
+                done[k] = done[k] - learning_rate * beale_gradient(done[k])
+        if not members.any():
+            continue
+        if late == "discard":
+            center = done[members].mean(axis=0)
+            params[:] = center
+        else:
+            center = center + (done[members] - pulled[members]).mean(axis=0)
+            params[members] = center
+            pulled[members] = center
+    return center
+
+
+@pytest.mark.parametrize("late", ["discard", "stale"])
+def test_replay_of_masked_rounds_matches_numpy(late):
+    n, lam, lr = 4, 3, 1e-4
+    rng = np.random.default_rng(5)
+    counted = rng.random((12, n)) < 0.5
+    counted[3] = False  # a round nobody made
+    counted[4] = True
+    trace = RoundTrace(time=np.arange(1.0, 13.0), duration=np.ones(12), n_workers=n,
+                       local_steps=lam, counted=counted, late=late)
+    problem = beale()
+    rule = make_rule("model_averaging", learning_rate=lr, local_steps=lam)
+    result = replay(rule, problem, trace, seeds=3, init="random_per_worker",
+                    record_every=1)
+    # the random starts of seed 3, the same draw the replay makes
+    _, workers = initial_state(rule, problem, seed_keys(3, n)[0], n, "random_per_worker")
+    start = np.asarray(workers.params, np.float64)
+    want = _masked_rounds(start, counted, late, lr, lam)
+    assert result.diverged_at[0] < 0 and np.isfinite(want).all()
+    np.testing.assert_allclose(np.asarray(result.final_params)[0], want, rtol=2e-5)
+    # the empty round leaves the centre as it was
+    assert result.loss[0, 4] == result.loss[0, 3]
+
+
+@pytest.mark.parametrize("rule_name,lam", [("synchronous_sgd", 1), ("model_averaging", 3)])
+def test_replay_with_quorum_n_is_the_plain_replay_bit_for_bit(rule_name, lam):
+    cluster = Cluster(workers=4, compute=EXPONENTIAL)
+    plain = simulate_sync(cluster, local_steps=lam, rounds=25, rng=2)
+    full = simulate_sync(cluster, local_steps=lam, rounds=25, rng=2,
+                         semisync=SemiSync(quorum=4))
+    rule = make_rule(rule_name, learning_rate=0.01, **({"local_steps": lam} if lam > 1
+                                                         else {}))
+    a = replay(rule, "beale", plain, seeds=[0, 1], noise=1.0, record_every=1)
+    b = replay(rule, "beale", full, seeds=[0, 1], noise=1.0, record_every=1)
+    np.testing.assert_array_equal(a.loss, b.loss)
+    np.testing.assert_array_equal(np.asarray(a.final_params), np.asarray(b.final_params))
+    np.testing.assert_array_equal(a.worker_path, b.worker_path)
+
+
+def test_one_of_n_with_stale_work_is_asynchronous_sgd():
+    # K = 1, late work counting later: every commit is a round of its own, its update
+    # rebased on the current centre: DOWNPOUR (λ = 1), on the very same schedule
+    cluster = Cluster(workers=4, compute=EXPONENTIAL, network=Link(latency=0.1))
+    rounds = simulate_sync(cluster, rounds=200, rng=6,
+                           semisync=SemiSync(quorum=1, late="stale"))
+    commits = asynclab.cluster.simulate_async(cluster, commits=200, rng=6)
+    np.testing.assert_array_equal(rounds.time, commits.time)
+    np.testing.assert_array_equal(np.argmax(rounds.counted, axis=1), commits.worker)
+    stale = replay(make_rule("synchronous_sgd", learning_rate=0.01), "beale", rounds,
+                   seeds=[0, 1], noise=1.0, record_every=1)
+    downpour = replay(make_rule("downpour", learning_rate=0.01), "beale", commits,
+                      seeds=[0, 1], noise=1.0, record_every=1)
+    np.testing.assert_allclose(stale.loss, downpour.loss, rtol=1e-6)
+
+
+def test_run_takes_semisync_and_records_it():
+    result = asynclab.run("beale", "synchronous_sgd", workers=4, commits=20, noise=1.0,
+                          semisync=SemiSync(quorum=3, late="stale"))
+    assert result.config["semisync"]["quorum"] == 3
+    assert result.config["semisync"]["late"] == "stale"
+    assert np.isfinite(result.final_loss).all()
+
+
+def test_command_line_runs_the_same_rounds_as_python(capsys):
+    from asynclab.cli import main
+
+    code = main(["run", "--rule", "synchronous_sgd", "--workers", "4", "--quorum", "3",
+                 "--late", "stale", "--commits", "20", "--noise", "1", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    want = asynclab.run("beale", "synchronous_sgd", workers=4, commits=20, noise=1.0,
+                        semisync=SemiSync(quorum=3, late="stale"))
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    for argv, message in ((["--min-count", "2"], "--min-count"),
+                          (["--quorum", "5"], "SemiSync.quorum"),
+                          (["--window", "1", "--deadline", "0.5"], "SemiSync.deadline"),
+                          (["--quorum", "2", "--backend", "threads"], "--quorum")):
+        code = main(["run", "--rule", "model_averaging", "--workers", "4", "--commits", "5",
+                     *argv])
+        assert code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_sweep_over_masked_rounds_is_run_at_each_point():
+    semisync = SemiSync(quorum=2, late="stale")
+    swept = asynclab.sweep("beale", "synchronous_sgd", workers=4, commits=15, noise=1.0,
+                           seeds=[0, 1], grid={"learning_rate": [0.01, 0.02]},
+                           semisync=semisync)
+    for i, learning_rate in enumerate((0.01, 0.02)):
+        one = asynclab.run("beale", "synchronous_sgd", workers=4, commits=15, noise=1.0,
+                           seeds=[0, 1], learning_rate=learning_rate, semisync=semisync)
+        np.testing.assert_allclose(swept.loss[i], one.loss, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize("options,field", [
+    ({}, "exactly one"),
+    ({"quorum": 2, "window": 1.0}, "exactly one"),
+    ({"quorum": 0}, "SemiSync.quorum"),
+    ({"quorum": 1.5}, "SemiSync.quorum"),
+    ({"backup": -1}, "SemiSync.backup"),
+    ({"quorum": 2, "late": "later"}, "SemiSync.late"),
+    ({"window": -1.0}, "SemiSync.window"),
+    ({"window": 0.0}, "SemiSync.window"),
+    ({"window": 2.0, "deadline": 1.0}, "SemiSync.deadline"),
+    ({"window": 2.0, "min_count": 0}, "SemiSync.min_count"),
+    ({"quorum": 2, "deadline": 3.0}, "SemiSync.deadline"),
+    ({"quorum": 2, "min_count": 1}, "SemiSync.min_count"),
+])
+def test_bad_semisync_is_refused(options, field):
+    with pytest.raises(ConfigError, match=field):
+        SemiSync(**options)
+
+
+@pytest.mark.parametrize("semisync,field", [
+    (SemiSync(quorum=5), "SemiSync.quorum"),
+    (SemiSync(backup=4), "SemiSync.backup"),
+    (SemiSync(window=1.0, min_count=5), "SemiSync.min_count"),
+])
+def test_semisync_that_does_not_fit_the_cluster_is_refused(semisync, field):
+    with pytest.raises(ConfigError, match=field):
+        simulate_sync(Cluster(workers=4), rounds=3, semisync=semisync)
+    with pytest.raises(ConfigError, match=field):
+        asynclab.run("beale", "model_averaging", workers=4, commits=3, semisync=semisync)
+
+
+def test_semisync_with_a_rule_that_cannot_run_it_is_refused():
+    with pytest.raises(ConfigError, match="synchronous rule"):
+        asynclab.run("beale", "downpour", workers=4, commits=3, semisync=SemiSync(quorum=2))
+    with pytest.raises(ConfigError, match="stale"):
+        asynclab.run("beale", "easgd", workers=4, commits=3,
+                     semisync=SemiSync(quorum=2, late="stale"))
+    with pytest.raises(ConfigError, match="warm-up"):
+        asynclab.run("beale", "post_local_sgd", workers=4, commits=3,
+                     semisync=SemiSync(quorum=2))
+    with pytest.raises(ConfigError, match="semisync must be"):
+        simulate_sync(Cluster(workers=4), rounds=3, semisync={"quorum": 2})
+    trace = simulate_sync(Cluster(workers=4), rounds=3, semisync=SemiSync(quorum=2))
+    rule = make_rule("model_averaging", learning_rate=0.01)
+    with pytest.raises(ConfigError, match="stepwise"):
+        replay(rule, "beale", trace, stepwise=True)
+    with pytest.raises(ConfigError, match="one late mode"):
+        replay(rule, "beale", [trace, simulate_sync(Cluster(workers=4), rounds=3)],
+               seeds=[0, 1])
+    with pytest.raises(ConfigError, match="late='discard' or 'stale'"):
+        replay(rule, "beale", trace._replace(late=None))
+    with pytest.raises(ConfigError, match="counted must be bool"):
+        replay(rule, "beale", trace._replace(counted=trace.counted[:, :2]))
+    wide = simulate_sync(Cluster(workers=33), rounds=2, semisync=SemiSync(quorum=2))
+    with pytest.raises(ConfigError, match="at most 32 workers"):
+        replay(rule, "beale", wide)
+    with pytest.raises(ConfigError, match="at most 32 workers"):
+        asynclab.run("beale", "model_averaging", workers=33, commits=2,
+                     semisync=SemiSync(quorum=2))
+
+
+# ----------------------------------------------------------------------------- devices
+
+
+@pytest.mark.slow  # two child processes with simulated devices, ~20 s each
+@pytest.mark.parametrize("n_devices", [2, 4])
+def test_device_executor_runs_masked_rounds_like_the_replay(n_devices):
+    import json
+    from pathlib import Path
+
+    script = Path(__file__).parent / "backend_scripts" / "pmap_semisync.py"
+    child = run_child(script, n_devices, devices=n_devices, timeout=300)
+    line = [x for x in child.stdout.splitlines() if x.startswith("REPORT ")]
+    assert line, child.stderr[-3000:]
+    report = json.loads(line[0][len("REPORT "):])
+    assert report["devices"] == n_devices
+    failures = [c for c in report["cases"] if not c["ok"]]
+    assert not failures, failures
+    assert all(c["partial_rounds"] > 0 for c in report["cases"])
