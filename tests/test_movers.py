@@ -9,7 +9,7 @@ import pytest
 import asynclab
 from asynclab._errors import ConfigError
 from asynclab.cli import main
-from asynclab.cluster import Cluster, ComputeTime, simulate_async, trace_from_order
+from asynclab.cluster import Cluster, ComputeTime, SemiSync, simulate_async, trace_from_order
 from asynclab.engine import Result, replay, replay_grid
 from asynclab.problems import get_problem
 from asynclab.rules import downpour, dynsgd, make_rule
@@ -143,6 +143,14 @@ def test_synchronous_rounds_weight_workers_equally():
     result = asynclab.run("beale", "model_averaging", workers=3, commits=20, noise=1.0,
                           seeds=[0, 1])
     np.testing.assert_array_equal(result.center_share, np.full((2, 3), 1 / 3))
+
+
+def test_semi_synchronous_rounds_have_no_shares():
+    """Rounds that average only the workers that counted: the equal split would misstate
+    them, so the result says it has none."""
+    result = asynclab.run("beale", "model_averaging", workers=3, commits=10, noise=1.0,
+                          semisync=SemiSync(quorum=2))
+    assert result.center_share is None
 
 
 def test_mixed_groups_split_their_share():

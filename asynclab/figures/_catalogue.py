@@ -176,12 +176,12 @@ _ALL = [
     Figure("scaling", "Time to a target accuracy and final accuracy against n for "
            "synchronous, asynchronous and mixed clusters.",
            "scaling", "scaling:plot_scaling", _scaling_title, pass_config=True),
-    Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
-           "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
-           "movers", "movers:plot_movers", _movers_title),
     Figure("semisync", "Time to target and final error against n for synchronous, K-of-n "
            "(discarded or stale late work), backup-worker and asynchronous SGD.",
            "semisync", "semisync:plot_semisync", _semisync_title, pass_config=True),
+    Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
+           "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
+           "movers", "movers:plot_movers", _movers_title),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.
