@@ -313,6 +313,20 @@ def test_scaling_provenance():
           data["validation_loss"][c, m, w, s, :records + 1])
 
 
+def test_movers_provenance():
+    # Cell: seed 0 with DynSGD: one 4,000-commit schedule and a replay of one seed (~1 s);
+    # the figure replays 16 schedules with 4 rules.
+    study, data, config = committed("movers")
+    trace = simulate_async(study.cluster(config), commits=config.commits, rng=0)
+    n = config.workers
+    np.testing.assert_array_equal(np.bincount(trace.worker, minlength=n) / trace.n_events,
+                                  data["commit_share"][0])
+    r = list(config.rules).index("dynsgd")
+    result = replay(study.rule(config, "dynsgd"), get_problem("beale"), trace, seeds=[0],
+                    noise=config.noise, record_every=config.commits, record_paths=False)
+    close(result.center_share[0], data["center_share"][r, 0])
+
+
 def test_semisync_provenance():
     # Cell: K of n with late work discarded, n = 8, seed 3: one 400 s schedule of rounds
     # and a replay of one seed (~1 s).

@@ -52,6 +52,7 @@ from ..engine._core import (
     run_config,
     seed_keys,
 )
+from ..engine._replay import center_shares
 from ..problems import Problem
 from ..rules import Rule
 from . import _checkpoint
@@ -201,6 +202,9 @@ def run_pmap(
     records = _Records(record_paths, record_every, n_events, problem.dim,
                        () if first_metrics is None else tuple(first_metrics))
     position, diverged_at = 0, -1
+    # how far each worker's commits moved the centre (asynchronous rules; the replay's
+    # Carry.moved); None where a resumed checkpoint predates it
+    moved = None if rule.synchronous else np.zeros(n, np.float32)
     if saved is not None:
         if saved.position > n_segments:
             raise ConfigError(f"the checkpoint {path} is at segment {saved.position} of a run "
@@ -209,10 +213,16 @@ def run_pmap(
         server, workers = saved.state
         position, diverged_at = saved.position, saved.diverged_at
         records.restore(saved.records, int(starts[saved.position]), saved.position)
+        if moved is not None:
+            kept = saved.records.get("moved")
+            moved = (np.asarray(kept, np.float32) if kept is not None and kept.shape == (n,)
+                     else None)
 
     mesh = _mesh(devices)
     plan = _replicate(_plan(trace, starts, record_every), mesh)
-    shared = _replicate(Shared(server, np.int32(diverged_at), np.int32(position)), mesh)
+    counted = moved is not None
+    shared = _replicate(Shared(server, np.int32(diverged_at), np.int32(position),
+                               moved if counted else None), mesh)
     workers = _shard(workers, ids, mesh)
     keys = _shard(jax.random.key_data(worker_keys)[ids], ids, mesh)
     placed_values = _replicate(values, mesh)
@@ -238,8 +248,10 @@ def run_pmap(
                 diverged_at = int(_replica(shared.diverged_at))
                 if save_now or (checkpoint is not None and diverged_at >= 0):
                     state = (jax.tree.map(_replica, shared.server), jax.tree.map(_rows, workers))
-                    _checkpoint.save(path, fingerprint, state, step, diverged_at,
-                                     records.state())
+                    kept = records.state()
+                    if counted:
+                        kept["moved"] = np.asarray(_replica(shared.moved))
+                    _checkpoint.save(path, fingerprint, state, step, diverged_at, kept)
     finally:
         bar.close()
     events_done = int(starts[step])
@@ -264,5 +276,17 @@ def run_pmap(
         center_path=center_path,
         worker_path=worker_path,
         metrics=metrics,
+        center_share=None if late is not None else _center_share(
+            rule, n, shared.moved if counted else None),
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments))
+
+
+def _center_share(rule, n: int, moved):
+    """``Result.center_share`` as the replay computes it: from the devices' ``moved``
+    (asynchronous), 1/n (synchronous), or None (a resumed checkpoint without it)."""
+    if rule.synchronous:
+        return center_shares(np.ones((1, n), np.float32))
+    if moved is None:
+        return None
+    return center_shares(np.asarray(_replica(moved))[None], rule.group_size)

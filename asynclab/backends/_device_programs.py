@@ -18,7 +18,7 @@ from ..engine._core import (
     row,
     select,
 )
-from ..engine._events import counted_of
+from ..engine._events import counted_of, finite_and_movement
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, Rule
 from ..rules.parts import partial_round
@@ -27,11 +27,14 @@ from ._segments import Plan
 
 
 class Shared(NamedTuple):
-    """What every device holds the same copy of: the server and the run's position."""
+    """What every device holds the same copy of: the server, the run's position, and
+    (asynchronous rules) how far each worker's commits moved the centre, as the replay's
+    ``Carry.moved``."""
 
     server: Any
     diverged_at: Any
     step: Any
+    moved: Any = None
 
 
 def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
@@ -86,8 +89,9 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
         metrics = {k: v[None] for k, v in metrics.items()}
-        return Shared(server, diverged_at, shared.step + 1), worker, (value[None], center,
-                                                                      local_params, metrics)
+        return Shared(server, diverged_at, shared.step + 1, shared.moved), worker, (
+            value[None], center,
+                          local_params, metrics)
 
     return round_
 
@@ -119,23 +123,27 @@ def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
         gathered = jax.lax.all_gather(local, AXIS)
 
         def slot(state, j):
-            server, mine, diverged_at = state
+            server, mine, diverged_at, moved = state
             committer, index, live_slot = order[j], start + j, active[j]
             new_server, new_worker, _ = rule.exchange(server, row(gathered, committer))
             keep, diverged_at = guard(new_server.center, diverged_at, live_slot, index)
+            if moved is not None:  # the replay's count (asynclab.engine._events._stepped)
+                _, step = finite_and_movement(server.center, new_server.center)
+                moved = moved.at[committer].add(
+                    jnp.where(keep & jnp.isfinite(step), step, jnp.float32(0)))
             server = select(keep, new_server, server)
             mine = select(keep & (committer == me), new_worker, mine)
             value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
                                                   index, live_slot, plan)
-            return (server, mine, diverged_at), (value, server.center if record_paths else (),
-                                                 metrics)
+            return (server, mine, diverged_at, moved), (
+                value, server.center if record_paths else (), metrics)
 
         slots = jnp.arange(order.shape[0], dtype=jnp.int32)
-        (server, worker, diverged_at), (values, centers, metrics) = jax.lax.scan(
-            slot, (shared.server, worker, shared.diverged_at), slots)
+        (server, worker, diverged_at, moved), (values, centers, metrics) = jax.lax.scan(
+            slot, (shared.server, worker, shared.diverged_at, shared.moved), slots)
         local_params = local.params if record_paths else ()
-        return Shared(server, diverged_at, shared.step + 1), worker, (values, centers,
-                                                                      local_params, metrics)
+        return Shared(server, diverged_at, shared.step + 1, moved), worker, (
+            values, centers, local_params, metrics)
 
     return segment
 

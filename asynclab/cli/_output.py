@@ -31,6 +31,8 @@ def summary(result, problem) -> dict:
         "diverged": result.diverged.tolist(),
         "diverged_at": [int(t) if t >= 0 else None for t in result.diverged_at],
     }
+    if result.center_share is not None:
+        out["center_share"] = [_finite_list(row) for row in result.center_share]
     if problem.is_surface:
         out["success"] = problem.success(result.final_params).tolist()
     if problem.flat and problem.dim <= 10:
@@ -41,7 +43,7 @@ def summary(result, problem) -> dict:
         out["model"] = dict(problem.info or {})
     if single:
         for key in ("final_loss", "simulated_time", "diverged", "diverged_at", "success",
-                    "final_params"):
+                    "final_params", "center_share"):
             if key in out:
                 out[key] = out[key][0]
     return out
@@ -73,6 +75,8 @@ def _print_summary(result, problem, out=None) -> None:
         n = s["workers"]
         print(f"  mean staleness: {s['mean_staleness']:.3f} (closed-loop theory: n − 1 = {n - 1})",
               file=out)
+    if result.center_share is not None and not cfg.get("synchronous"):
+        _print_shares(result.center_share, out)
     losses = np.atleast_1d(np.asarray(s["final_loss"], dtype=float))
     print("  final central loss: " + ", ".join(f"{v:.4g}" for v in losses[:8])
           + (" …" if losses.size > 8 else ""), file=out)
@@ -97,6 +101,20 @@ def _print_summary(result, problem, out=None) -> None:
               f"{min(at)}", file=out)
     else:
         print("  diverged: no", file=out)
+
+
+def _print_shares(share, out) -> None:
+    """Who moved the centre: each worker's share of its movement (mean over the seeds)."""
+    share = np.asarray(share, np.float64)
+    moved = np.isfinite(share).all(axis=-1)
+    if not moved.any():
+        print("  centre moved by: nobody (the centre did not move)", file=out)
+        return
+    mean = share[moved].mean(axis=0)
+    how = "" if share.shape[0] == 1 else f", mean over {int(moved.sum())} seeds"
+    print(f"  share of the centre's movement by worker{how}: "
+          + ", ".join(f"{v:.3f}" for v in mean[:8]) + (" …" if mean.size > 8 else ""),
+          file=out)
 
 
 def strict_json(out: dict) -> str:

@@ -32,6 +32,10 @@ class Carry(NamedTuple):
         nothing reads them.
       center: the centre the run ended with (its last finite one), once ``stopped``;
         :func:`reported_center` reads it.
+      moved: ``(n,)`` float32, how far each worker's commits have moved the centre so
+        far: the sum of ‖θ̃_{t+1} − θ̃_t‖₂ over its commits that the run applied
+        (:func:`_stepped`); None for a synchronous rule, whose rounds weight every worker
+        equally (``Result.center_share`` is then 1/n without counting).
     """
 
     server: object
@@ -39,22 +43,56 @@ class Carry(NamedTuple):
     diverged_at: jax.Array
     stopped: jax.Array
     center: object
+    moved: jax.Array
 
 
-def _stepped(carry: Carry, server, workers, active, index) -> tuple[Carry, jax.Array]:
+def _and_sum(x, y):
+    return x[0] & y[0], x[1] + y[1]
+
+
+def finite_and_movement(old, new) -> tuple[jax.Array, jax.Array]:
+    """``(finite, step)``: whether every element of the parameter pytree ``new`` is finite
+    (:func:`~asynclab.engine._core.all_finite`), and the step ‖new − old‖₂ in float32.
+
+    Both come from one reduction over each leaf (``lax.reduce`` of the pair), which reads
+    the centres once: on a CPU it costs less than the finiteness test alone. The step
+    overflows to inf where it is larger than √(float32 max) ≈ 1.8e19, which happens
+    only on the way to divergence; :func:`_stepped` does not count such a step.
+    """
+    finite, squares = [], []
+    for a, b in zip(jax.tree.leaves(old), jax.tree.leaves(new), strict=True):
+        f, s = jax.lax.reduce((jnp.isfinite(b), jnp.square((b - a).astype(jnp.float32))),
+                              (True, jnp.float32(0)), _and_sum, tuple(range(b.ndim)))
+        finite.append(f)
+        squares.append(s)
+    return jnp.all(jnp.stack(finite)), jnp.sqrt(sum(squares))
+
+
+def _stepped(carry: Carry, server, workers, active, index,
+             worker_id=None) -> tuple[Carry, jax.Array]:
     """An event's result and the divergence guard, for one seed: ``(carry, stop)``.
 
     A live event (real, and the run not ended) whose centre is not finite marks the run
     as diverged there. ``stop`` is true at the event that ends the run (the first that
     diverges or is padding): the caller then keeps the centre from before it
     (:func:`_keep_centers`). No select over the states: they run on.
+
+    Where the carry has ``moved`` (asynchronous rules), an event that the run applies
+    (live, with a finite centre and a finite movement) adds its movement to the entry of
+    the committing ``worker_id`` (one scatter-add); any other adds 0.
     """
     running = ~carry.stopped
-    finite = all_finite(server.center)
+    moved = carry.moved
+    if moved is None:
+        finite = all_finite(server.center)
+    else:
+        finite, step = finite_and_movement(carry.server.center, server.center)
+        applied = running & active & finite & jnp.isfinite(step)
+        moved = moved.at[worker_id].add(jnp.where(applied, step, jnp.float32(0)))
     stop = running & (~active | ~finite)
     diverged_at = jnp.where(running & active & ~finite, index, carry.diverged_at)
     return carry._replace(server=server, workers=workers, diverged_at=diverged_at,
-                          stopped=carry.stopped | stop), stop
+                          stopped=carry.stopped | stop, moved=moved), stop
 
 
 def _batched_select(keep, new, old):
@@ -91,7 +129,7 @@ def _commit(rule, gradient):
         worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
         server, worker_after, info = rule.exchange(carry.server, worker)
         workers = put_row(carry.workers, worker_id, worker_after)
-        carry, stop = _stepped(carry, server, workers, active, index)
+        carry, stop = _stepped(carry, server, workers, active, index, worker_id)
         return carry, stop, worker.params, info
 
     return commit
@@ -251,4 +289,4 @@ def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
                    count=None) -> Carry:
     server, workers = initial_state(rule, problem, key, n_workers, init, count)
     return Carry(server, workers, jnp.asarray(-1, jnp.int32), jnp.asarray(False),
-                 server.center)
+                 server.center, None if rule.synchronous else jnp.zeros(n_workers, jnp.float32))

@@ -214,6 +214,22 @@ class _Replayed(NamedTuple):
     center_path: np.ndarray | None
     worker_path: np.ndarray | None
     metrics: dict | None = None
+    center_share: np.ndarray | None = None
+
+
+def center_shares(moved, group_size: int = 1) -> np.ndarray:
+    """Each worker's share of the centre's total movement, ``(..., n)``, from how far each
+    committing unit's commits moved it (``moved``, ``(..., units)``): ``moved / Σ moved``
+    in float64, NaN for a run whose centre never moved. A unit of a mixed cluster is a
+    synchronous group of ``group_size`` workers, whose share its members split equally.
+    """
+    moved = np.asarray(moved, np.float64)
+    total = moved.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(total > 0, moved / np.where(total > 0, total, 1.0), np.nan)
+    if group_size > 1:
+        share = np.repeat(share / group_size, group_size, axis=-1)
+    return share
 
 
 def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,
@@ -348,9 +364,13 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         }
     final = _host(reported_center(carry))
     diverged_at = _host(carry.diverged_at)
+    # a synchronous round weights its workers equally: 1/n each, nothing counted; a
+    # semi-synchronous one weights those that counted, which no share records yet (None)
+    share = (center_shares(_host(carry.moved), rule.group_size) if carry.moved is not None
+             else center_shares(np.ones((batch, n_workers))) if plan.late is None else None)
     if lam > 1:  # the step at which a run diverged -> its round
         diverged_at = np.where(diverged_at >= 0, diverged_at // lam, diverged_at)
-    return _Replayed(loss, final, diverged_at, center_path, worker_path, recorded)
+    return _Replayed(loss, final, diverged_at, center_path, worker_path, recorded, share)
 
 
 def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
@@ -368,6 +388,7 @@ def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
         center_path=out.center_path,
         worker_path=out.worker_path,
         metrics=out.metrics,
+        center_share=out.center_share,
     )
 
 

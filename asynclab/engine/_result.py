@@ -15,7 +15,7 @@ from .._errors import ConfigError
 from . import _metrics
 
 _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "final_params",
-           "diverged_at", "center_path", "worker_path")
+           "diverged_at", "center_path", "worker_path", "center_share")
 _REQUIRED = _ARRAYS[:8]
 
 
@@ -49,6 +49,14 @@ class Result:
       metrics: what the problem evaluates beside the loss at each record, ``name ->
         (S, R)`` (a net's ``validation_loss`` and ``accuracy``, validation accuracy of
         the centre, NaN once diverged); None for problems without an evaluation.
+      center_share: ``(S, n)`` who moved the centre: worker k's share of the centre's
+        total movement, ``Σ_{t credited to k} ‖θ̃_{t+1} − θ̃_t‖₂ / Σ_t ‖θ̃_{t+1} − θ̃_t‖₂``
+        over the events the run applied (a diverged run's before ``diverged_at``). An
+        asynchronous commit is credited to its worker (a mixed cluster's group commit
+        to its members, equally); a synchronous round to every worker equally. Each
+        row sums to 1; NaN for a run whose centre never moved. None for a result made
+        without it (semi-synchronous rounds, the threads backend, archives older than
+        it).
 
     The records' axes: :attr:`record_events` (events done at each record) and
     :attr:`record_time` (simulated seconds at each record, ``(Tr, R)``); ``loss[s, r]``
@@ -68,6 +76,7 @@ class Result:
     center_path: np.ndarray | None = None
     worker_path: np.ndarray | None = None
     metrics: dict[str, np.ndarray] | None = None
+    center_share: np.ndarray | None = None
 
     def __repr__(self) -> str:
         """One line: what ran, how long, and how it ended (arrays are not printed)."""
@@ -363,6 +372,12 @@ def _check_layout(archive, config: dict) -> None:
                 len(per_seed) + 2, len(per_seed) + 3) or kinds["worker_path"] != "f":
             raise bad(f"worker_path has shape {shape}, expected {(*per_seed, events[1])} + "
                       "(d,) or (workers, d)")
+    if "center_share" in shapes:
+        shape = shapes["center_share"]
+        if shape[:-1] != per_seed or len(shape) != len(per_seed) + 1 or shape[-1] < 1 \
+                or kinds["center_share"] != "f":
+            raise bad(f"center_share has shape {shape}, expected {per_seed} + (workers,) "
+                      "of floats")
     known = set(_ARRAYS) | {"config_json", _archive.FORMAT_MEMBER}
     extra = [name for name in shapes if name not in known and "/" not in name]
     if extra:
@@ -391,6 +406,8 @@ def _check_values(archive, fields: dict, config: dict) -> None:
     within("record_events", 0, events)
     within("diverged_at", -1, events)
     within("staleness", -1, max(events, 1))
+    if "center_share" in fields:
+        within("center_share", 0, 1)
     if not np.all(np.diff(fields["record_events"]) > 0):
         raise archive.error("inconsistent: record_events is not strictly increasing")
 

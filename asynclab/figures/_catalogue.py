@@ -123,6 +123,13 @@ def _straggler_title(config) -> str:
             f"{config.delay:g} s longer")
 
 
+def _movers_title(config) -> str:
+    return (rf"Who moved the centre: Beale, $n$ = {config.workers} workers of lognormal "
+            rf"speeds (spread {config.spread:g}), $\eta$ = {config.learning_rate:g}, "
+            rf"$\sigma^2$ = {config.noise:g}, ADAG $\gamma$ = {config.gamma:g}, "
+            f"{config.commits} commits, {config.seeds} seeds")
+
+
 def _semisync_title(config) -> str:
     return (rf"Slow and stale: synchronous, K-of-$n$, backup and asynchronous SGD, quadratic "
             rf"$d$ = {config.dim}, condition {config.condition:g}, $\eta$ = "
@@ -182,6 +189,9 @@ _ALL = [
            "outer Nesterov step per commit fails, Delayed Nesterov repairs it, dynamic local "
            "updates do not help here.",
            "async_diloco", "async_diloco:plot_async_diloco", _async_diloco_title),
+    Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
+           "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
+           "movers", "movers:plot_movers", _movers_title),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.

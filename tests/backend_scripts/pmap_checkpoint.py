@@ -40,7 +40,8 @@ EVERY = 2
 def fields(run):
     result = run.result
     return {name: getattr(result, name) for name in (
-        "final_params", "loss", "diverged_at", "center_path", "worker_path")}
+        "final_params", "loss", "diverged_at", "center_path", "worker_path",
+        "center_share")}
 
 
 def same(a, b) -> list[str]:

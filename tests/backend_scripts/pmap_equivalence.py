@@ -49,7 +49,7 @@ def compare(got, want) -> dict:
     worst = 0.0
     diverged = int(want.diverged_at[0])
     for field in ("final_params", "loss", "diverged_at", "time", "worker", "staleness",
-                  "record_events", "center_path", "worker_path"):
+                  "record_events", "center_path", "worker_path", "center_share"):
         a, b = getattr(got, field), getattr(want, field)
         if (a is None) != (b is None):
             raise AssertionError(f"{field}: one of them is None")
