@@ -483,6 +483,21 @@ def _diloco_inner(name, inner, learning_rate, weight_decay) -> optax.GradientTra
                       f"got {inner!r}")
 
 
+def _diloco_common(name, learning_rate, local_steps, inner, weight_decay, outer_learning_rate,
+                   outer_momentum):
+    """The checked hyperparameters both DiLoCos share, and their inner optimizer:
+    ``(inner optimizer, hyperparameters)``."""
+    learning_rate = check_positive(name, "learning_rate", learning_rate)
+    local_steps = check_count(name, "local_steps", local_steps)
+    weight_decay = check_nonnegative(name, "weight_decay", weight_decay)
+    outer_learning_rate = check_positive(name, "outer_learning_rate", outer_learning_rate)
+    outer_momentum = check_momentum(name, "outer_momentum", outer_momentum)
+    hp = {"learning_rate": learning_rate, "local_steps": local_steps, "inner": inner,
+          "weight_decay": weight_decay, "outer_learning_rate": outer_learning_rate,
+          "outer_momentum": outer_momentum}
+    return _diloco_inner(name, inner, learning_rate, weight_decay), hp
+
+
 @declare("sync",
          "H inner AdamW steps, outer Nesterov SGD on θ̃ − mean θᵏ",
          "Douillard et al. 2023",
@@ -501,20 +516,16 @@ def diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str = "ada
       inner: "adamw" or "sgd".
     """
     name = "diloco"
-    learning_rate = check_positive(name, "learning_rate", learning_rate)
-    local_steps = check_count(name, "local_steps", local_steps)
-    weight_decay = check_nonnegative(name, "weight_decay", weight_decay)
-    outer_learning_rate = check_positive(name, "outer_learning_rate", outer_learning_rate)
-    outer_momentum = check_momentum(name, "outer_momentum", outer_momentum)
+    inner_opt, hp = _diloco_common(name, learning_rate, local_steps, inner, weight_decay,
+                                   outer_learning_rate, outer_momentum)
+    local_steps, outer_learning_rate, outer_momentum = (
+        hp["local_steps"], hp["outer_learning_rate"], hp["outer_momentum"])
     nesterov = check_flag(name, "nesterov", nesterov)
-    inner_opt = _diloco_inner(name, inner, learning_rate, weight_decay)
     # the momentum buffer is always there (the momentum may be traced); with momentum 0 it
     # adds 0·m, and Nesterov's look-ahead adds 0·m again, leaving plain outer SGD
     outer = outer_optimizer(optax.sgd(outer_learning_rate, momentum=outer_momentum,
                                       nesterov=nesterov))
-    hp = {"learning_rate": learning_rate, "local_steps": local_steps, "inner": inner,
-          "weight_decay": weight_decay, "outer_learning_rate": outer_learning_rate,
-          "outer_momentum": outer_momentum, "nesterov": nesterov}
+    hp = {**hp, "nesterov": nesterov}
     return synchronous(name, inner=inner_opt, local_steps=local_steps, aggregate=average_params,
                        pull=reset_to_center, outer=outer, hyperparameters=hp)
 
@@ -558,15 +569,13 @@ def async_diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str 
       Local-SGD Training for Language Modeling", arXiv 2401.09135, 2024.
     """
     name = "async_diloco"
-    learning_rate = check_positive(name, "learning_rate", learning_rate)
-    local_steps = check_count(name, "local_steps", local_steps)
-    weight_decay = check_nonnegative(name, "weight_decay", weight_decay)
-    outer_learning_rate = check_positive(name, "outer_learning_rate", outer_learning_rate)
-    outer_momentum = check_momentum(name, "outer_momentum", outer_momentum)
+    inner_opt, hp = _diloco_common(name, learning_rate, local_steps, inner, weight_decay,
+                                   outer_learning_rate, outer_momentum)
+    local_steps, outer_learning_rate, outer_momentum = (
+        hp["local_steps"], hp["outer_learning_rate"], hp["outer_momentum"])
     delay_period = check_count(name, "delay_period", delay_period)
     dynamic = check_flag(name, "dynamic", dynamic)
     speeds = _speeds(name, dynamic, speeds)
-    inner_opt = _diloco_inner(name, inner, learning_rate, weight_decay)
     if delay_period == 1:
         init, apply = outer_sgd(optax.sgd(outer_learning_rate, momentum=outer_momentum,
                                           nesterov=True))
@@ -577,10 +586,7 @@ def async_diloco(learning_rate: float = 4e-4, local_steps: int = 50, inner: str 
         worker_steps = dynamic_local_steps(local_steps, speeds)
         if len(set(worker_steps)) == 1:  # equal windows: the plain local work
             worker_steps = None
-    hp = {"learning_rate": learning_rate, "local_steps": local_steps, "inner": inner,
-          "weight_decay": weight_decay, "outer_learning_rate": outer_learning_rate,
-          "outer_momentum": outer_momentum, "delay_period": delay_period,
-          "dynamic": dynamic, "speeds": speeds}
+    hp = {**hp, "delay_period": delay_period, "dynamic": dynamic, "speeds": speeds}
     return asynchronous(name, inner=inner_opt, local_steps=local_steps, commit=outer_gradient,
                         apply=apply, pull=reset_to_center, init_extra=init,
                         worker_steps=worker_steps, hyperparameters=hp)
