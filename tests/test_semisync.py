@@ -108,6 +108,81 @@ def test_time_windows_close_at_the_window_the_mth_commit_or_the_deadline():
     np.testing.assert_allclose(empty.time, [0.75, 1.5, 2.25])
 
 
+def test_a_quorum_with_a_deadline_closes_at_whichever_comes_first():
+    # step times 1, 2, 3, 4, quorum 3: the third commit is in at 3; a deadline of 2.5
+    # comes first and closes with workers 0 and 1, one of 3.5 does not
+    cut = simulate_sync(_constant([1, 2, 3, 4]), rounds=3,
+                        semisync=SemiSync(quorum=3, deadline=2.5))
+    np.testing.assert_array_equal(cut.counted, [[1, 1, 0, 0]] * 3)
+    np.testing.assert_allclose(cut.time, [2.5, 5.0, 7.5])
+    quorum = simulate_sync(_constant([1, 2, 3, 4]), rounds=3,
+                           semisync=SemiSync(quorum=3, deadline=3.5))
+    np.testing.assert_array_equal(quorum.counted, [[1, 1, 1, 0]] * 3)
+    np.testing.assert_allclose(quorum.time, [3.0, 6.0, 9.0])
+
+
+def test_an_adaptive_deadline_cuts_the_straggler_once_it_has_adapted():
+    # step times 1, 1.5, 2, 6, quorum 4. Round 1 has no history: no deadline, all four
+    # are in at 6. Its delays have mean 2.625 and std √3.921875 = 1.98037...
+    d = np.array([1.0, 1.5, 2.0, 6.0])
+    mean, std = 2.625, math.sqrt(3.921875)
+    # c = 2: D = 6.586 > 6: the straggler makes every deadline, every round takes 6 s
+    wide = simulate_sync(_constant(d), rounds=4, semisync=SemiSync(
+        quorum=4, deadline="adaptive", deadline_spread=2.0, deadline_history=1))
+    assert wide.counted.all()
+    np.testing.assert_allclose(wide.time, [6, 12, 18, 24])
+    # c = 1: D = 4.605 cuts worker 3 in round 2, and its delay is never seen again. In
+    # rounds 2-6 the history (five rounds) still holds round 1's 6: D lies between 2
+    # and 6 and the fastest three count. Round 7's history is rounds 2-6 only, delays
+    # 1, 1.5, 2: D = 1.5 + √(1/6) = 1.91 cuts worker 2 too (the deadline learns only
+    # from the commits that made it: it ratchets down)
+    tight = simulate_sync(_constant(d), rounds=7, semisync=SemiSync(
+        quorum=4, deadline="adaptive", deadline_spread=1.0))
+    np.testing.assert_array_equal(tight.counted, [[1, 1, 1, 1]] + [[1, 1, 1, 0]] * 5
+                                  + [[1, 1, 0, 0]])
+    np.testing.assert_allclose(tight.time[:2], [6.0, 6.0 + mean + std])
+    np.testing.assert_allclose(np.diff(tight.time)[-1], 1.5 + math.sqrt(1 / 6))
+
+
+def _arrivals(trace):
+    """Each counted commit's arrival at the server, read from the activity record: the
+    end of the worker's last interval that is not a wait, up to its round's close."""
+    act = trace.activity
+    out = np.full(trace.counted.shape, np.nan)
+    for r, k in np.argwhere(trace.counted):
+        mine = (act.worker == k) & (act.kind != asynclab.cluster.KINDS.index("wait"))
+        out[r, k] = act.end[mine & (act.end <= trace.time[r] + 1e-12)].max()
+    return out
+
+
+@pytest.mark.parametrize("late,history,spread", [("discard", 3, 0.5), ("stale", 5, 1.0)])
+def test_adaptive_deadlines_follow_the_trace_s_own_arrival_delays(late, history, spread):
+    # numpy re-computation of every round's deadline from the arrivals the activity
+    # record holds: D_r = mean + c·std (ddof 0) of the delays (arrival − the opening of
+    # the round it counted in) of rounds r−h..r−1; a round closes at its quorum's K-th
+    # commit if that comes before D_r, else at D_r with whoever is in
+    n, quorum = 6, 5
+    cluster = Cluster(n, EXPONENTIAL, server_time=0.02, network=Link(latency=0.05))
+    semisync = SemiSync(quorum=quorum, late=late, deadline="adaptive",
+                        deadline_history=history, deadline_spread=spread)
+    trace = simulate_sync(cluster, rounds=80, rng=3, semisync=semisync, activity=True)
+    opened = np.concatenate([[0.0], trace.time[:-1]])
+    delays = _arrivals(trace) - opened[:, None]
+    cut = 0
+    for r in range(len(trace.time)):
+        recent = delays[max(0, r - history):r]
+        recent = recent[np.isfinite(recent)]
+        deadline = recent.mean() + spread * recent.std() if recent.size else np.inf
+        mine = delays[r][trace.counted[r]]
+        assert (mine <= deadline + 1e-9).all()
+        if trace.counted[r].sum() == quorum:
+            np.testing.assert_allclose(trace.time[r], opened[r] + mine.max(), rtol=1e-12)
+        else:
+            np.testing.assert_allclose(trace.time[r], opened[r] + deadline, rtol=1e-12)
+            cut += 1
+    assert 0 < cut < len(trace.time)  # both ways of closing happen
+
+
 @pytest.mark.parametrize("semisync", [
     SemiSync(quorum=2), SemiSync(quorum=3, late="stale"),
     SemiSync(window=0.8, min_count=2, deadline=1.5),
@@ -271,11 +346,33 @@ def test_command_line_runs_the_same_rounds_as_python(capsys):
     for argv, message in ((["--min-count", "2"], "--min-count"),
                           (["--quorum", "5"], "SemiSync.quorum"),
                           (["--window", "1", "--deadline", "0.5"], "SemiSync.deadline"),
-                          (["--quorum", "2", "--backend", "threads"], "--quorum")):
+                          (["--quorum", "2", "--backend", "threads"], "--quorum"),
+                          (["--quorum", "2", "--deadline-history", "3"],
+                           "SemiSync.deadline_history"),
+                          (["--window", "1", "--deadline", "adaptive"],
+                           "SemiSync.deadline='adaptive'")):
         code = main(["run", "--rule", "model_averaging", "--workers", "4", "--commits", "5",
                      *argv])
         assert code == 2
         assert message in capsys.readouterr().err
+
+
+def test_command_line_takes_an_adaptive_deadline(capsys):
+    from asynclab.cli import main
+
+    code = main(["run", "--rule", "model_averaging", "--workers", "4", "--quorum", "4",
+                 "--deadline", "adaptive", "--deadline-history", "2", "--deadline-spread",
+                 "0.5", "--commits", "20", "--noise", "1", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    semisync = SemiSync(quorum=4, deadline="adaptive", deadline_history=2,
+                        deadline_spread=0.5)
+    want = asynclab.run("beale", "model_averaging", workers=4, commits=20, noise=1.0,
+                        semisync=semisync)
+    assert want.config["semisync"]["deadline"] == "adaptive"
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    trace = simulate_sync(Cluster(4, EXPONENTIAL), rounds=20, rng=0, semisync=semisync)
+    assert not trace.counted.all()  # the deadline did cut someone
 
 
 def test_sweep_over_masked_rounds_is_run_at_each_point():
@@ -303,7 +400,15 @@ def test_sweep_over_masked_rounds_is_run_at_each_point():
     ({"window": 0.0}, "SemiSync.window"),
     ({"window": 2.0, "deadline": 1.0}, "SemiSync.deadline"),
     ({"window": 2.0, "min_count": 0}, "SemiSync.min_count"),
-    ({"quorum": 2, "deadline": 3.0}, "SemiSync.deadline"),
+    ({"quorum": 2, "deadline": 0.0}, "SemiSync.deadline"),
+    ({"quorum": 2, "deadline": "soon"}, "SemiSync.deadline"),
+    ({"window": 1.0, "deadline": "adaptive"}, "SemiSync.deadline='adaptive'"),
+    ({"quorum": 2, "deadline_history": 3}, "SemiSync.deadline_history"),
+    ({"quorum": 2, "deadline": 1.0, "deadline_spread": 1.0}, "SemiSync.deadline_spread"),
+    ({"quorum": 2, "deadline": "adaptive", "deadline_history": 0},
+     "SemiSync.deadline_history"),
+    ({"quorum": 2, "deadline": "adaptive", "deadline_spread": -1.0},
+     "SemiSync.deadline_spread"),
     ({"quorum": 2, "min_count": 1}, "SemiSync.min_count"),
 ])
 def test_bad_semisync_is_refused(options, field):

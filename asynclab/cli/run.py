@@ -14,8 +14,10 @@ from ._args import (
     _add_overwrite,
     _check_model,
     _check_outputs,
+    _checked,
     _compute,
     _count,
+    _finite,
     _given,
     _learning_rate,
     _params,
@@ -64,15 +66,37 @@ def _add_semisync_arguments(p: argparse.ArgumentParser) -> None:
                    help="a round closes T seconds after it opened (with --min-count in)")
     g.add_argument("--min-count", type=_count(1), default=None, metavar="M",
                    help="with --window: wait for M commits (default 1)...")
-    g.add_argument("--deadline", type=_positive, default=None, metavar="D",
-                   help="with --window: ...but close D seconds after the round opened")
+    g.add_argument("--deadline", type=_deadline, default=None, metavar="D",
+                   help="with --window: ...but close D seconds after the round opened; with "
+                   "--quorum/--backup: close at the K-th commit or at D, whichever is first; "
+                   "'adaptive': D = mean + c*std of the last rounds' arrival delays")
+    g.add_argument("--deadline-history", type=_count(1), default=None, metavar="H",
+                   help="with --deadline adaptive: the last H rounds set D (default 5)")
+    g.add_argument("--deadline-spread", type=_non_negative, default=None, metavar="C",
+                   help="with --deadline adaptive: D = mean + C*std (default 2)")
     g.add_argument("--late", default=None, choices=LATE,
                    help="the work that misses a round: discard it (default), or let it "
                    "count, stale, in a later round")
 
 
 _SEMISYNC = {"quorum": "--quorum", "backup": "--backup", "window": "--window",
-             "min_count": "--min-count", "deadline": "--deadline", "late": "--late"}
+             "min_count": "--min-count", "deadline": "--deadline", "late": "--late",
+             "deadline_history": "--deadline-history", "deadline_spread": "--deadline-spread"}
+
+
+def _deadline(text: str):
+    """An argparse type: a number of seconds > 0, or ``adaptive``."""
+    if text == "adaptive":
+        return text
+    try:
+        return _positive(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e} (or 'adaptive')") from None
+
+
+def _non_negative(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    return _checked(_validate.number, _finite(text), low=0)
 
 
 def _semisync(args):
@@ -87,7 +111,8 @@ def _semisync(args):
 
     return SemiSync(quorum=args.quorum, backup=args.backup, window=args.window,
                     min_count=args.min_count, deadline=args.deadline,
-                    late=args.late or "discard")
+                    deadline_history=args.deadline_history,
+                    deadline_spread=args.deadline_spread, late=args.late or "discard")
 
 
 _DEVICE_ONLY = {"devices": "--devices", "simulate_devices": "--simulate-devices"}
