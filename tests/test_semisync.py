@@ -246,15 +246,18 @@ def test_backup_workers_are_a_quorum_of_the_others():
 # ------------------------------------------------------------------------------ replay
 
 
-def _masked_rounds(start, counted, late, learning_rate, local_steps):
+def _masked_rounds(start, counted, late, learning_rate, local_steps, shares=False):
     """Model averaging over the workers that counted, by hand (float64, no noise):
     discard: θ̃ ← mean_C θᵏ and every worker takes θ̃; stale: θ̃ ← θ̃ + mean_C (θᵏ −
     θ̃ᵏ_pull), only the counted workers take θ̃, the others keep their work for later.
-    A round nobody made changes nothing."""
+    A round nobody made changes nothing. ``shares``: also each worker's share of the
+    centre's movement, each round's ‖θ̃⁺ − θ̃‖ split equally among C."""
     params = np.array(start, np.float64)
     pulled = params.copy()
     center = params.mean(axis=0)
+    moved = np.zeros(len(params))
     for members in counted:
+        before = center
         done = params.copy()
         for k in range(len(params)):
             for _ in range(local_steps):
@@ -268,7 +271,8 @@ def _masked_rounds(start, counted, late, learning_rate, local_steps):
             center = center + (done[members] - pulled[members]).mean(axis=0)
             params[members] = center
             pulled[members] = center
-    return center
+        moved[members] += np.linalg.norm(center - before) / members.sum()
+    return (center, moved / moved.sum()) if shares else center
 
 
 @pytest.mark.parametrize("late", ["discard", "stale"])
@@ -287,9 +291,11 @@ def test_replay_of_masked_rounds_matches_numpy(late):
     # the random starts of seed 3, the same draw the replay makes
     _, workers = initial_state(rule, problem, seed_keys(3, n)[0], n, "random_per_worker")
     start = np.asarray(workers.params, np.float64)
-    want = _masked_rounds(start, counted, late, lr, lam)
+    want, shares = _masked_rounds(start, counted, late, lr, lam, shares=True)
     assert result.diverged_at[0] < 0 and np.isfinite(want).all()
     np.testing.assert_allclose(np.asarray(result.final_params)[0], want, rtol=2e-5)
+    np.testing.assert_allclose(result.center_share[0], shares, rtol=1e-4)
+    assert np.ptp(shares) > 0.1  # not the equal split
     # the empty round leaves the centre as it was
     assert result.loss[0, 4] == result.loss[0, 3]
 
@@ -307,6 +313,9 @@ def test_replay_with_quorum_n_is_the_plain_replay_bit_for_bit(rule_name, lam):
     np.testing.assert_array_equal(a.loss, b.loss)
     np.testing.assert_array_equal(np.asarray(a.final_params), np.asarray(b.final_params))
     np.testing.assert_array_equal(a.worker_path, b.worker_path)
+    # all four count in every round: each gets a quarter of every movement, exactly 1/n
+    np.testing.assert_array_equal(b.center_share, np.full((2, 4), 0.25))
+    np.testing.assert_array_equal(a.center_share, b.center_share)
 
 
 def test_one_of_n_with_stale_work_is_asynchronous_sgd():
