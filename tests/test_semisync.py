@@ -395,6 +395,28 @@ def test_sweep_over_masked_rounds_is_run_at_each_point():
         np.testing.assert_allclose(swept.loss[i], one.loss, rtol=1e-6)
 
 
+def test_command_line_sweep_takes_the_semisync_flags(capsys):
+    from asynclab.cli import main
+
+    code = main(["sweep", "--rule", "synchronous_sgd", "--workers", "4", "--quorum", "2",
+                 "--late", "stale", "--commits", "15", "--noise", "1", "--seeds", "0,1",
+                 "--grid", "learning_rate=0.01,0.015", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    want = asynclab.sweep("beale", "synchronous_sgd", workers=4, commits=15, noise=1.0,
+                          seeds=[0, 1], grid={"learning_rate": [0.01, 0.015]},
+                          semisync=SemiSync(quorum=2, late="stale"))
+    np.testing.assert_allclose([p["score"] for p in out["points"]],
+                               want.loss[:, :, -1].mean(axis=1), rtol=1e-6)
+    for argv, message in ((["--rule", "downpour", "--quorum", "2"], "synchronous rule"),
+                          (["--rule", "model_averaging", "--window", "1", "--deadline",
+                            "0.5"], "SemiSync.deadline")):
+        code = main(["sweep", *argv, "--workers", "4", "--commits", "5", "--grid",
+                     "learning_rate=0.01"])
+        assert code == 2
+        assert message in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------- refusals
 
 
