@@ -417,6 +417,55 @@ def test_command_line_sweep_takes_the_semisync_flags(capsys):
         assert message in capsys.readouterr().err
 
 
+# ------------------------------------------------------------------- exports, timeline
+
+
+def test_exports_and_timeline_show_who_counted(tmp_path, capsys):
+    # the hand-worked K-of-n schedule above: workers 1 and 3 count in every round (at
+    # 2.5, 5.5), workers 0 and 2 miss it
+    from asynclab.cli import main
+    from asynclab.cluster import trace_events, trace_records
+    from asynclab.plot import timeline
+
+    trace = simulate_sync(_constant([3, 1, 4, 2], latency=0.5), rounds=2,
+                          semisync=SemiSync(quorum=2), activity=True)
+    rounds = [r for r in trace_records(trace) if r["type"] == "round"]
+    assert [r["counted"] for r in rounds] == [[1, 3], [1, 3]]
+    events = trace_events(trace)["traceEvents"]
+    aggregates = [e for e in events if e["name"] == "aggregate"]
+    assert [(e["args"]["counted"], e["args"]["missed"]) for e in aggregates] == [
+        ([1, 3], [0, 2])] * 2
+    missed = sorted((e["ts"] / 1e6, e["tid"] - 1) for e in events
+                    if e["name"] == "missed round")
+    assert missed == [(2.5, 0), (2.5, 2), (5.5, 0), (5.5, 2)]
+    ax = timeline(trace).axes[0]
+    marks = {c.get_label(): c for c in ax.collections}
+    np.testing.assert_array_equal(marks["aggregate"].get_offsets(),
+                                  [[2.5, 1], [2.5, 3], [5.5, 1], [5.5, 3]])
+    np.testing.assert_array_equal(marks["missed the round"].get_offsets(),
+                                  [[2.5, 0], [2.5, 2], [5.5, 0], [5.5, 2]])
+    # plain rounds: every worker counts, nothing more is written or drawn
+    plain = simulate_sync(_constant([3, 1, 4, 2], latency=0.5), rounds=2, activity=True)
+    assert all("counted" not in r for r in trace_records(plain))
+    assert not any(e["name"] == "missed round" for e in trace_events(plain)["traceEvents"])
+    assert "missed the round" not in [c.get_label() for c in timeline(plain).axes[0].collections]
+    # the command line simulates the same rounds
+    out = tmp_path / "t.jsonl"
+    assert main(["trace", "export", "--rule", "model_averaging", "--workers", "4",
+                 "--transfer-time", "0.5", "--quorum", "2", "--seed", "3", "--commits", "6",
+                 "--format", "jsonl", "--out", str(out)]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    cluster = Cluster(4, EXPONENTIAL, network=Link(latency=0.5))
+    want = simulate_sync(cluster, rounds=6, rng=3, semisync=SemiSync(quorum=2))
+    assert len({tuple(c) for c in want.counted}) > 1
+    assert [x["counted"] for x in lines if x["type"] == "round"] == [
+        np.flatnonzero(c).tolist() for c in want.counted]
+    assert main(["trace", "show", "--rule", "model_averaging", "--quorum", "2",
+                 "--commits", "3", "--out", str(tmp_path / "t.png")]) == 0
+    assert (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
+    assert "wrote" in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------------------- refusals
 
 

@@ -174,6 +174,9 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--seed", type=int, default=0,
                    help="the cluster's seed, an integer in [0, 2**32)")
     _add_log_arguments(q)
+    from .run import _add_semisync_arguments
+
+    _add_semisync_arguments(q)
     q.add_argument("--overwrite", action="store_true",
                    help="replace the output file if it exists (only a file of the kind this "
                    "command writes)")
@@ -216,8 +219,11 @@ def _timeline_trace(args):
                           group_size=rule_group_size(args.rule, params), **extra)
     rule = _rule_from(args.rule, 1e-3, args.local_steps, params, cluster)
     commits = args.commits if args.commits is not None or args.horizon is not None else 40
+    from .run import _semisync
+
+    semisync = _semisync(args)
     return schedule(rule, cluster, commits=commits, horizon=args.horizon, rng=seed,
-                    activity=True)
+                    activity=True, **({} if semisync is None else {"semisync": semisync}))
 
 
 def _add_timeline_parsers(commands) -> None:
