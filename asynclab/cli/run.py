@@ -14,12 +14,11 @@ from ._args import (
     _add_overwrite,
     _check_model,
     _check_outputs,
-    _checked,
     _compute,
     _count,
-    _finite,
     _given,
     _learning_rate,
+    _non_negative,
     _params,
     _positive,
     _problem_options,
@@ -27,6 +26,7 @@ from ._args import (
     _server_time,
     _simulation_options,
     _start,
+    _time_scale,
 )
 from ._output import _report
 from .trace import _log_cluster
@@ -94,11 +94,6 @@ def _deadline(text: str):
         raise argparse.ArgumentTypeError(f"{e} (or 'adaptive')") from None
 
 
-def _non_negative(text: str) -> float:
-    """An argparse type: a finite number >= 0."""
-    return _checked(_validate.number, _finite(text), low=0)
-
-
 def _semisync(args):
     """The :class:`~asynclab.cluster.SemiSync` of the flags, or None without them."""
     given = _given(args, _SEMISYNC)
@@ -126,7 +121,8 @@ _SIM_ONLY = {"seeds": "--seeds", "trace_per_seed": "--trace-per-seed", "horizon"
 
 
 _TIMING = {"compute": "--compute", "compute_mean": "--compute-mean",
-           "compute_shape": "--compute-shape"}
+           "compute_shape": "--compute-shape", "time_scale": "--time-scale",
+           "heterogeneous": "--heterogeneous"}
 _SERVER = {"server_time": "--server-time", "server_distribution": "--server-distribution",
            "server_shape": "--server-shape"}
 
@@ -241,8 +237,14 @@ def _run_on_devices(args) -> int:
         from ..engine._run import with_start
 
         problem = with_start(problem, _start(args.start))
+    params = _params(args.param)
+    from ..engine._run import rule_group_size
+
+    scale = _time_scale(args, n * rule_group_size(args.rule, params))
+    if scale is not None and params.get("dynamic") and params.get("speeds") is None:
+        params["speeds"] = tuple(1.0 / s for s in scale)  # as asynclab.run fills them
     rule = build_rule(args.rule, learning_rate=_learning_rate(args, problem),
-                      local_steps=args.local_steps, workers=n, **_params(args.param))
+                      local_steps=args.local_steps, workers=n, **params)
     # a device runs one committing unit: a worker, or a group of the mixed rule
     group_size = rule.group_size
     workers = n * group_size
@@ -266,7 +268,7 @@ def _run_on_devices(args) -> int:
 
         cluster = dataclasses.replace(
             _log_cluster(args, workers) or Cluster(workers, _compute(args),
-                                                   group_size=group_size),
+                                                   group_size=group_size, time_scale=scale),
             server_time=_server_time(args))
     from ..backends import run_devices
 
