@@ -145,12 +145,15 @@ def test_synchronous_rounds_weight_workers_equally():
     np.testing.assert_array_equal(result.center_share, np.full((2, 3), 1 / 3))
 
 
-def test_semi_synchronous_rounds_have_no_shares():
-    """Rounds that average only the workers that counted: the equal split would misstate
-    them, so the result says it has none."""
-    result = asynclab.run("beale", "model_averaging", workers=3, commits=10, noise=1.0,
-                          semisync=SemiSync(quorum=2))
-    assert result.center_share is None
+def test_semi_synchronous_rounds_split_among_those_who_counted():
+    """A round's movement goes to its counted workers, equally: with constant step times
+    1, 1, 1, 4 and a quorum of 3, worker 3 never counts (share 0, exactly) and the others
+    split every round's step: 1/3 each, exactly."""
+    cluster = Cluster(4, compute=ComputeTime("constant", mean=1.0),
+                      time_scale=(1.0, 1.0, 1.0, 4.0))
+    result = asynclab.run("beale", "model_averaging", cluster=cluster, commits=10,
+                          noise=1.0, seeds=[0, 1], semisync=SemiSync(quorum=3))
+    np.testing.assert_array_equal(result.center_share, [[1 / 3, 1 / 3, 1 / 3, 0]] * 2)
 
 
 def test_mixed_groups_split_their_share():

@@ -108,6 +108,81 @@ def test_time_windows_close_at_the_window_the_mth_commit_or_the_deadline():
     np.testing.assert_allclose(empty.time, [0.75, 1.5, 2.25])
 
 
+def test_a_quorum_with_a_deadline_closes_at_whichever_comes_first():
+    # step times 1, 2, 3, 4, quorum 3: the third commit is in at 3; a deadline of 2.5
+    # comes first and closes with workers 0 and 1, one of 3.5 does not
+    cut = simulate_sync(_constant([1, 2, 3, 4]), rounds=3,
+                        semisync=SemiSync(quorum=3, deadline=2.5))
+    np.testing.assert_array_equal(cut.counted, [[1, 1, 0, 0]] * 3)
+    np.testing.assert_allclose(cut.time, [2.5, 5.0, 7.5])
+    quorum = simulate_sync(_constant([1, 2, 3, 4]), rounds=3,
+                           semisync=SemiSync(quorum=3, deadline=3.5))
+    np.testing.assert_array_equal(quorum.counted, [[1, 1, 1, 0]] * 3)
+    np.testing.assert_allclose(quorum.time, [3.0, 6.0, 9.0])
+
+
+def test_an_adaptive_deadline_cuts_the_straggler_once_it_has_adapted():
+    # step times 1, 1.5, 2, 6, quorum 4. Round 1 has no history: no deadline, all four
+    # are in at 6. Its delays have mean 2.625 and std √3.921875 = 1.98037...
+    d = np.array([1.0, 1.5, 2.0, 6.0])
+    mean, std = 2.625, math.sqrt(3.921875)
+    # c = 2: D = 6.586 > 6: the straggler makes every deadline, every round takes 6 s
+    wide = simulate_sync(_constant(d), rounds=4, semisync=SemiSync(
+        quorum=4, deadline="adaptive", deadline_spread=2.0, deadline_history=1))
+    assert wide.counted.all()
+    np.testing.assert_allclose(wide.time, [6, 12, 18, 24])
+    # c = 1: D = 4.605 cuts worker 3 in round 2, and its delay is never seen again. In
+    # rounds 2-6 the history (five rounds) still holds round 1's 6: D lies between 2
+    # and 6 and the fastest three count. Round 7's history is rounds 2-6 only, delays
+    # 1, 1.5, 2: D = 1.5 + √(1/6) = 1.91 cuts worker 2 too (the deadline learns only
+    # from the commits that made it: it ratchets down)
+    tight = simulate_sync(_constant(d), rounds=7, semisync=SemiSync(
+        quorum=4, deadline="adaptive", deadline_spread=1.0))
+    np.testing.assert_array_equal(tight.counted, [[1, 1, 1, 1]] + [[1, 1, 1, 0]] * 5
+                                  + [[1, 1, 0, 0]])
+    np.testing.assert_allclose(tight.time[:2], [6.0, 6.0 + mean + std])
+    np.testing.assert_allclose(np.diff(tight.time)[-1], 1.5 + math.sqrt(1 / 6))
+
+
+def _arrivals(trace):
+    """Each counted commit's arrival at the server, read from the activity record: the
+    end of the worker's last interval that is not a wait, up to its round's close."""
+    act = trace.activity
+    out = np.full(trace.counted.shape, np.nan)
+    for r, k in np.argwhere(trace.counted):
+        mine = (act.worker == k) & (act.kind != asynclab.cluster.KINDS.index("wait"))
+        out[r, k] = act.end[mine & (act.end <= trace.time[r] + 1e-12)].max()
+    return out
+
+
+@pytest.mark.parametrize("late,history,spread", [("discard", 3, 0.5), ("stale", 5, 1.0)])
+def test_adaptive_deadlines_follow_the_trace_s_own_arrival_delays(late, history, spread):
+    # numpy re-computation of every round's deadline from the arrivals the activity
+    # record holds: D_r = mean + c·std (ddof 0) of the delays (arrival − the opening of
+    # the round it counted in) of rounds r−h..r−1; a round closes at its quorum's K-th
+    # commit if that comes before D_r, else at D_r with whoever is in
+    n, quorum = 6, 5
+    cluster = Cluster(n, EXPONENTIAL, server_time=0.02, network=Link(latency=0.05))
+    semisync = SemiSync(quorum=quorum, late=late, deadline="adaptive",
+                        deadline_history=history, deadline_spread=spread)
+    trace = simulate_sync(cluster, rounds=80, rng=3, semisync=semisync, activity=True)
+    opened = np.concatenate([[0.0], trace.time[:-1]])
+    delays = _arrivals(trace) - opened[:, None]
+    cut = 0
+    for r in range(len(trace.time)):
+        recent = delays[max(0, r - history):r]
+        recent = recent[np.isfinite(recent)]
+        deadline = recent.mean() + spread * recent.std() if recent.size else np.inf
+        mine = delays[r][trace.counted[r]]
+        assert (mine <= deadline + 1e-9).all()
+        if trace.counted[r].sum() == quorum:
+            np.testing.assert_allclose(trace.time[r], opened[r] + mine.max(), rtol=1e-12)
+        else:
+            np.testing.assert_allclose(trace.time[r], opened[r] + deadline, rtol=1e-12)
+            cut += 1
+    assert 0 < cut < len(trace.time)  # both ways of closing happen
+
+
 @pytest.mark.parametrize("semisync", [
     SemiSync(quorum=2), SemiSync(quorum=3, late="stale"),
     SemiSync(window=0.8, min_count=2, deadline=1.5),
@@ -171,15 +246,18 @@ def test_backup_workers_are_a_quorum_of_the_others():
 # ------------------------------------------------------------------------------ replay
 
 
-def _masked_rounds(start, counted, late, learning_rate, local_steps):
+def _masked_rounds(start, counted, late, learning_rate, local_steps, shares=False):
     """Model averaging over the workers that counted, by hand (float64, no noise):
     discard: θ̃ ← mean_C θᵏ and every worker takes θ̃; stale: θ̃ ← θ̃ + mean_C (θᵏ −
     θ̃ᵏ_pull), only the counted workers take θ̃, the others keep their work for later.
-    A round nobody made changes nothing."""
+    A round nobody made changes nothing. ``shares``: also each worker's share of the
+    centre's movement, each round's ‖θ̃⁺ − θ̃‖ split equally among C."""
     params = np.array(start, np.float64)
     pulled = params.copy()
     center = params.mean(axis=0)
+    moved = np.zeros(len(params))
     for members in counted:
+        before = center
         done = params.copy()
         for k in range(len(params)):
             for _ in range(local_steps):
@@ -193,7 +271,8 @@ def _masked_rounds(start, counted, late, learning_rate, local_steps):
             center = center + (done[members] - pulled[members]).mean(axis=0)
             params[members] = center
             pulled[members] = center
-    return center
+        moved[members] += np.linalg.norm(center - before) / members.sum()
+    return (center, moved / moved.sum()) if shares else center
 
 
 @pytest.mark.parametrize("late", ["discard", "stale"])
@@ -212,9 +291,11 @@ def test_replay_of_masked_rounds_matches_numpy(late):
     # the random starts of seed 3, the same draw the replay makes
     _, workers = initial_state(rule, problem, seed_keys(3, n)[0], n, "random_per_worker")
     start = np.asarray(workers.params, np.float64)
-    want = _masked_rounds(start, counted, late, lr, lam)
+    want, shares = _masked_rounds(start, counted, late, lr, lam, shares=True)
     assert result.diverged_at[0] < 0 and np.isfinite(want).all()
     np.testing.assert_allclose(np.asarray(result.final_params)[0], want, rtol=2e-5)
+    np.testing.assert_allclose(result.center_share[0], shares, rtol=1e-4)
+    assert np.ptp(shares) > 0.1  # not the equal split
     # the empty round leaves the centre as it was
     assert result.loss[0, 4] == result.loss[0, 3]
 
@@ -232,6 +313,9 @@ def test_replay_with_quorum_n_is_the_plain_replay_bit_for_bit(rule_name, lam):
     np.testing.assert_array_equal(a.loss, b.loss)
     np.testing.assert_array_equal(np.asarray(a.final_params), np.asarray(b.final_params))
     np.testing.assert_array_equal(a.worker_path, b.worker_path)
+    # all four count in every round: each gets a quarter of every movement, exactly 1/n
+    np.testing.assert_array_equal(b.center_share, np.full((2, 4), 0.25))
+    np.testing.assert_array_equal(a.center_share, b.center_share)
 
 
 def test_one_of_n_with_stale_work_is_asynchronous_sgd():
@@ -271,11 +355,33 @@ def test_command_line_runs_the_same_rounds_as_python(capsys):
     for argv, message in ((["--min-count", "2"], "--min-count"),
                           (["--quorum", "5"], "SemiSync.quorum"),
                           (["--window", "1", "--deadline", "0.5"], "SemiSync.deadline"),
-                          (["--quorum", "2", "--backend", "threads"], "--quorum")):
+                          (["--quorum", "2", "--backend", "threads"], "--quorum"),
+                          (["--quorum", "2", "--deadline-history", "3"],
+                           "SemiSync.deadline_history"),
+                          (["--window", "1", "--deadline", "adaptive"],
+                           "SemiSync.deadline='adaptive'")):
         code = main(["run", "--rule", "model_averaging", "--workers", "4", "--commits", "5",
                      *argv])
         assert code == 2
         assert message in capsys.readouterr().err
+
+
+def test_command_line_takes_an_adaptive_deadline(capsys):
+    from asynclab.cli import main
+
+    code = main(["run", "--rule", "model_averaging", "--workers", "4", "--quorum", "4",
+                 "--deadline", "adaptive", "--deadline-history", "2", "--deadline-spread",
+                 "0.5", "--commits", "20", "--noise", "1", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    semisync = SemiSync(quorum=4, deadline="adaptive", deadline_history=2,
+                        deadline_spread=0.5)
+    want = asynclab.run("beale", "model_averaging", workers=4, commits=20, noise=1.0,
+                        semisync=semisync)
+    assert want.config["semisync"]["deadline"] == "adaptive"
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    trace = simulate_sync(Cluster(4, EXPONENTIAL), rounds=20, rng=0, semisync=semisync)
+    assert not trace.counted.all()  # the deadline did cut someone
 
 
 def test_sweep_over_masked_rounds_is_run_at_each_point():
@@ -287,6 +393,77 @@ def test_sweep_over_masked_rounds_is_run_at_each_point():
         one = asynclab.run("beale", "synchronous_sgd", workers=4, commits=15, noise=1.0,
                            seeds=[0, 1], learning_rate=learning_rate, semisync=semisync)
         np.testing.assert_allclose(swept.loss[i], one.loss, rtol=1e-6)
+
+
+def test_command_line_sweep_takes_the_semisync_flags(capsys):
+    from asynclab.cli import main
+
+    code = main(["sweep", "--rule", "synchronous_sgd", "--workers", "4", "--quorum", "2",
+                 "--late", "stale", "--commits", "15", "--noise", "1", "--seeds", "0,1",
+                 "--grid", "learning_rate=0.01,0.015", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    want = asynclab.sweep("beale", "synchronous_sgd", workers=4, commits=15, noise=1.0,
+                          seeds=[0, 1], grid={"learning_rate": [0.01, 0.015]},
+                          semisync=SemiSync(quorum=2, late="stale"))
+    np.testing.assert_allclose([p["score"] for p in out["points"]],
+                               want.loss[:, :, -1].mean(axis=1), rtol=1e-6)
+    for argv, message in ((["--rule", "downpour", "--quorum", "2"], "synchronous rule"),
+                          (["--rule", "model_averaging", "--window", "1", "--deadline",
+                            "0.5"], "SemiSync.deadline")):
+        code = main(["sweep", *argv, "--workers", "4", "--commits", "5", "--grid",
+                     "learning_rate=0.01"])
+        assert code == 2
+        assert message in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- exports, timeline
+
+
+def test_exports_and_timeline_show_who_counted(tmp_path, capsys):
+    # the hand-worked K-of-n schedule above: workers 1 and 3 count in every round (at
+    # 2.5, 5.5), workers 0 and 2 miss it
+    from asynclab.cli import main
+    from asynclab.cluster import trace_events, trace_records
+    from asynclab.plot import timeline
+
+    trace = simulate_sync(_constant([3, 1, 4, 2], latency=0.5), rounds=2,
+                          semisync=SemiSync(quorum=2), activity=True)
+    rounds = [r for r in trace_records(trace) if r["type"] == "round"]
+    assert [r["counted"] for r in rounds] == [[1, 3], [1, 3]]
+    events = trace_events(trace)["traceEvents"]
+    aggregates = [e for e in events if e["name"] == "aggregate"]
+    assert [(e["args"]["counted"], e["args"]["missed"]) for e in aggregates] == [
+        ([1, 3], [0, 2])] * 2
+    missed = sorted((e["ts"] / 1e6, e["tid"] - 1) for e in events
+                    if e["name"] == "missed round")
+    assert missed == [(2.5, 0), (2.5, 2), (5.5, 0), (5.5, 2)]
+    ax = timeline(trace).axes[0]
+    marks = {c.get_label(): c for c in ax.collections}
+    np.testing.assert_array_equal(marks["aggregate"].get_offsets(),
+                                  [[2.5, 1], [2.5, 3], [5.5, 1], [5.5, 3]])
+    np.testing.assert_array_equal(marks["missed the round"].get_offsets(),
+                                  [[2.5, 0], [2.5, 2], [5.5, 0], [5.5, 2]])
+    # plain rounds: every worker counts, nothing more is written or drawn
+    plain = simulate_sync(_constant([3, 1, 4, 2], latency=0.5), rounds=2, activity=True)
+    assert all("counted" not in r for r in trace_records(plain))
+    assert not any(e["name"] == "missed round" for e in trace_events(plain)["traceEvents"])
+    assert "missed the round" not in [c.get_label() for c in timeline(plain).axes[0].collections]
+    # the command line simulates the same rounds
+    out = tmp_path / "t.jsonl"
+    assert main(["trace", "export", "--rule", "model_averaging", "--workers", "4",
+                 "--transfer-time", "0.5", "--quorum", "2", "--seed", "3", "--commits", "6",
+                 "--format", "jsonl", "--out", str(out)]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    cluster = Cluster(4, EXPONENTIAL, network=Link(latency=0.5))
+    want = simulate_sync(cluster, rounds=6, rng=3, semisync=SemiSync(quorum=2))
+    assert len({tuple(c) for c in want.counted}) > 1
+    assert [x["counted"] for x in lines if x["type"] == "round"] == [
+        np.flatnonzero(c).tolist() for c in want.counted]
+    assert main(["trace", "show", "--rule", "model_averaging", "--quorum", "2",
+                 "--commits", "3", "--out", str(tmp_path / "t.png")]) == 0
+    assert (tmp_path / "t.png").read_bytes().startswith(b"\x89PNG")
+    assert "wrote" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------- refusals
@@ -303,7 +480,15 @@ def test_sweep_over_masked_rounds_is_run_at_each_point():
     ({"window": 0.0}, "SemiSync.window"),
     ({"window": 2.0, "deadline": 1.0}, "SemiSync.deadline"),
     ({"window": 2.0, "min_count": 0}, "SemiSync.min_count"),
-    ({"quorum": 2, "deadline": 3.0}, "SemiSync.deadline"),
+    ({"quorum": 2, "deadline": 0.0}, "SemiSync.deadline"),
+    ({"quorum": 2, "deadline": "soon"}, "SemiSync.deadline"),
+    ({"window": 1.0, "deadline": "adaptive"}, "SemiSync.deadline='adaptive'"),
+    ({"quorum": 2, "deadline_history": 3}, "SemiSync.deadline_history"),
+    ({"quorum": 2, "deadline": 1.0, "deadline_spread": 1.0}, "SemiSync.deadline_spread"),
+    ({"quorum": 2, "deadline": "adaptive", "deadline_history": 0},
+     "SemiSync.deadline_history"),
+    ({"quorum": 2, "deadline": "adaptive", "deadline_spread": -1.0},
+     "SemiSync.deadline_spread"),
     ({"quorum": 2, "min_count": 1}, "SemiSync.min_count"),
 ])
 def test_bad_semisync_is_refused(options, field):

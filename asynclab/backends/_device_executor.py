@@ -202,9 +202,9 @@ def run_pmap(
     records = _Records(record_paths, record_every, n_events, problem.dim,
                        () if first_metrics is None else tuple(first_metrics))
     position, diverged_at = 0, -1
-    # how far each worker's commits moved the centre (asynchronous rules; the replay's
-    # Carry.moved); None where a resumed checkpoint predates it
-    moved = None if rule.synchronous else np.zeros(n, np.float32)
+    # how far each worker's commits moved the centre (asynchronous rules, semi-synchronous
+    # rounds; the replay's Carry.moved); None where a resumed checkpoint predates it
+    moved = None if rule.synchronous and late is None else np.zeros(n, np.float32)
     if saved is not None:
         if saved.position > n_segments:
             raise ConfigError(f"the checkpoint {path} is at segment {saved.position} of a run "
@@ -276,16 +276,16 @@ def run_pmap(
         center_path=center_path,
         worker_path=worker_path,
         metrics=metrics,
-        center_share=None if late is not None else _center_share(
-            rule, n, shared.moved if counted else None),
+        center_share=_center_share(rule, n, shared.moved if counted else None, late),
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments))
 
 
-def _center_share(rule, n: int, moved):
+def _center_share(rule, n: int, moved, late=None):
     """``Result.center_share`` as the replay computes it: from the devices' ``moved``
-    (asynchronous), 1/n (synchronous), or None (a resumed checkpoint without it)."""
-    if rule.synchronous:
+    (asynchronous, semi-synchronous), 1/n (synchronous), or None (a resumed checkpoint
+    without it)."""
+    if rule.synchronous and late is None:
         return center_shares(np.ones((1, n), np.float32))
     if moved is None:
         return None

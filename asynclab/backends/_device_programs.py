@@ -18,7 +18,7 @@ from ..engine._core import (
     row,
     select,
 )
-from ..engine._events import counted_of, finite_and_movement
+from ..engine._events import counted_of, finite_and_movement, round_movement
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, Rule
 from ..rules.parts import partial_round
@@ -28,8 +28,8 @@ from ._segments import Plan
 
 class Shared(NamedTuple):
     """What every device holds the same copy of: the server, the run's position, and
-    (asynchronous rules) how far each worker's commits moved the centre, as the replay's
-    ``Carry.moved``."""
+    (asynchronous rules, semi-synchronous rounds) how far each worker's commits moved
+    the centre, as the replay's ``Carry.moved``."""
 
     server: Any
     diverged_at: Any
@@ -69,7 +69,9 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
 
     ``late`` ("discard", "stale"): semi-synchronous rounds; the plan's slot holds the
     round's mask of the workers that counted, and the exchange averages over those
-    (:func:`asynclab.rules.parts.partial_round`, the replay's function)."""
+    (:func:`asynclab.rules.parts.partial_round`, the replay's function), and the round's
+    movement of the centre is split among those (the replay's
+    :func:`~asynclab.engine._events.round_movement`)."""
 
     def round_(shared: Shared, worker, key, plan: Plan):
         me = jax.lax.axis_index(AXIS)
@@ -82,6 +84,13 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
             server, after = partial_round(rule.exchange, shared.server, worker, local,
                                           counted, late == "stale")
         keep, diverged_at = guard(server.center, shared.diverged_at, True, index)
+        moved = shared.moved
+        if late is not None and moved is not None:
+            _, step = finite_and_movement(shared.server.center, server.center)
+            moved = moved + jnp.where(
+                keep & jnp.isfinite(step),
+                round_movement(step, plan.order[shared.step, 0], moved.shape[0]),
+                jnp.float32(0))
         server = select(keep, server, shared.server)
         worker = select(keep, after, worker)
         value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
@@ -89,7 +98,7 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
         metrics = {k: v[None] for k, v in metrics.items()}
-        return Shared(server, diverged_at, shared.step + 1, shared.moved), worker, (
+        return Shared(server, diverged_at, shared.step + 1, moved), worker, (
             value[None], center,
                           local_params, metrics)
 

@@ -177,6 +177,42 @@ def add_compute_arguments(p: argparse.ArgumentParser) -> None:
                    help="mean seconds per local step (default: 1.0)")
     p.add_argument("--compute-shape", type=_positive, default=None,
                    help="lognormal σ or gamma shape k (default: 1.0)")
+    p.add_argument("--time-scale", type=_numbers, default=None, metavar="S1,S2,...",
+                   help="heterogeneous workers: worker k's compute times are S_k times "
+                   "longer, one multiplier > 0 per worker, e.g. 1,1.3,2.6,5.7")
+    p.add_argument("--heterogeneous", type=_non_negative, default=None, metavar="SIGMA",
+                   help="heterogeneous workers: multipliers drawn lognormal with log-std "
+                   "SIGMA and mean 1 (asynclab.cluster.heterogeneous(workers, SIGMA), "
+                   "seed 0: the same cluster for every --seed)")
+
+
+def _numbers(text: str) -> tuple[float, ...]:
+    """An argparse type: comma-separated finite numbers (checked further by the caller)."""
+    return tuple(_finite(v) for v in text.split(",") if v.strip())
+
+
+def _non_negative(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    return _checked(_validate.number, _finite(text), low=0)
+
+
+def _time_scale(args, workers: int) -> tuple[float, ...] | None:
+    """``Cluster.time_scale`` of ``--time-scale`` or ``--heterogeneous`` for ``workers``
+    workers (None without them): a ConfigError naming the flag if it does not fit."""
+    if args.time_scale is not None and args.heterogeneous is not None:
+        raise ConfigError("--time-scale and --heterogeneous both set the workers' speeds; "
+                          "drop one")
+    if args.heterogeneous is not None:
+        from ..cluster import heterogeneous
+
+        return heterogeneous(workers, args.heterogeneous)
+    if args.time_scale is None:
+        return None
+    if len(args.time_scale) != workers:
+        raise ConfigError(f"--time-scale gives {len(args.time_scale)} multiplier(s) for "
+                          f"{workers} workers; give one per worker")
+    return tuple(_validate.number(v, f"--time-scale (worker {k})", low=0, low_open=True)
+                 for k, v in enumerate(args.time_scale))
 
 
 def add_server_arguments(p: argparse.ArgumentParser) -> None:
@@ -381,13 +417,15 @@ def _simulation_options(args) -> dict:
     if args.commits is None and args.horizon is None:
         args.commits = 1000
     server = _server_time(args)
+    scale = _time_scale(args, workers)
     busy = {}
-    if server != 0.0:  # a server that takes time: the cluster, with the rule's groups
+    if server != 0.0 or scale is not None:  # the cluster, with the rule's groups
         from ..cluster import Cluster
         from ..engine._run import rule_group_size
 
         busy["cluster"] = Cluster(workers, _compute(args), server_time=server,
-                                  group_size=rule_group_size(args.rule, _params(args.param)))
+                                  group_size=rule_group_size(args.rule, _params(args.param)),
+                                  time_scale=scale)
     return dict(
         **busy,
         workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,

@@ -75,7 +75,8 @@ def _print_summary(result, problem, out=None) -> None:
         n = s["workers"]
         print(f"  mean staleness: {s['mean_staleness']:.3f} (closed-loop theory: n − 1 = {n - 1})",
               file=out)
-    if result.center_share is not None and not cfg.get("synchronous"):
+    if result.center_share is not None and (not cfg.get("synchronous")
+                                            or cfg.get("semisync") is not None):
         _print_shares(result.center_share, out)
     losses = np.atleast_1d(np.asarray(s["final_loss"], dtype=float))
     print("  final central loss: " + ", ".join(f"{v:.4g}" for v in losses[:8])

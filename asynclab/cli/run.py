@@ -18,6 +18,7 @@ from ._args import (
     _count,
     _given,
     _learning_rate,
+    _non_negative,
     _params,
     _positive,
     _problem_options,
@@ -25,6 +26,7 @@ from ._args import (
     _server_time,
     _simulation_options,
     _start,
+    _time_scale,
 )
 from ._output import _report
 from .trace import _log_cluster
@@ -64,15 +66,32 @@ def _add_semisync_arguments(p: argparse.ArgumentParser) -> None:
                    help="a round closes T seconds after it opened (with --min-count in)")
     g.add_argument("--min-count", type=_count(1), default=None, metavar="M",
                    help="with --window: wait for M commits (default 1)...")
-    g.add_argument("--deadline", type=_positive, default=None, metavar="D",
-                   help="with --window: ...but close D seconds after the round opened")
+    g.add_argument("--deadline", type=_deadline, default=None, metavar="D",
+                   help="with --window: ...but close D seconds after the round opened; with "
+                   "--quorum/--backup: close at the K-th commit or at D, whichever is first; "
+                   "'adaptive': D = mean + c*std of the last rounds' arrival delays")
+    g.add_argument("--deadline-history", type=_count(1), default=None, metavar="H",
+                   help="with --deadline adaptive: the last H rounds set D (default 5)")
+    g.add_argument("--deadline-spread", type=_non_negative, default=None, metavar="C",
+                   help="with --deadline adaptive: D = mean + C*std (default 2)")
     g.add_argument("--late", default=None, choices=LATE,
                    help="the work that misses a round: discard it (default), or let it "
                    "count, stale, in a later round")
 
 
 _SEMISYNC = {"quorum": "--quorum", "backup": "--backup", "window": "--window",
-             "min_count": "--min-count", "deadline": "--deadline", "late": "--late"}
+             "min_count": "--min-count", "deadline": "--deadline", "late": "--late",
+             "deadline_history": "--deadline-history", "deadline_spread": "--deadline-spread"}
+
+
+def _deadline(text: str):
+    """An argparse type: a number of seconds > 0, or ``adaptive``."""
+    if text == "adaptive":
+        return text
+    try:
+        return _positive(text)
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{e} (or 'adaptive')") from None
 
 
 def _semisync(args):
@@ -87,7 +106,8 @@ def _semisync(args):
 
     return SemiSync(quorum=args.quorum, backup=args.backup, window=args.window,
                     min_count=args.min_count, deadline=args.deadline,
-                    late=args.late or "discard")
+                    deadline_history=args.deadline_history,
+                    deadline_spread=args.deadline_spread, late=args.late or "discard")
 
 
 _DEVICE_ONLY = {"devices": "--devices", "simulate_devices": "--simulate-devices"}
@@ -101,7 +121,8 @@ _SIM_ONLY = {"seeds": "--seeds", "trace_per_seed": "--trace-per-seed", "horizon"
 
 
 _TIMING = {"compute": "--compute", "compute_mean": "--compute-mean",
-           "compute_shape": "--compute-shape"}
+           "compute_shape": "--compute-shape", "time_scale": "--time-scale",
+           "heterogeneous": "--heterogeneous"}
 _SERVER = {"server_time": "--server-time", "server_distribution": "--server-distribution",
            "server_shape": "--server-shape"}
 
@@ -216,8 +237,14 @@ def _run_on_devices(args) -> int:
         from ..engine._run import with_start
 
         problem = with_start(problem, _start(args.start))
+    params = _params(args.param)
+    from ..engine._run import rule_group_size
+
+    scale = _time_scale(args, n * rule_group_size(args.rule, params))
+    if scale is not None and params.get("dynamic") and params.get("speeds") is None:
+        params["speeds"] = tuple(1.0 / s for s in scale)  # as asynclab.run fills them
     rule = build_rule(args.rule, learning_rate=_learning_rate(args, problem),
-                      local_steps=args.local_steps, workers=n, **_params(args.param))
+                      local_steps=args.local_steps, workers=n, **params)
     # a device runs one committing unit: a worker, or a group of the mixed rule
     group_size = rule.group_size
     workers = n * group_size
@@ -241,7 +268,7 @@ def _run_on_devices(args) -> int:
 
         cluster = dataclasses.replace(
             _log_cluster(args, workers) or Cluster(workers, _compute(args),
-                                                   group_size=group_size),
+                                                   group_size=group_size, time_scale=scale),
             server_time=_server_time(args))
     from ..backends import run_devices
 

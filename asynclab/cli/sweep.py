@@ -20,6 +20,7 @@ from ._args import (
     _simulation_options,
 )
 from ._output import _finite_list, strict_json
+from .run import _add_semisync_arguments, _semisync
 
 
 def _grid_option(pairs) -> dict:
@@ -74,8 +75,10 @@ def _sweep(args) -> int:
     both = sorted(set(grid) & set(_params(args.param)))
     if both:
         raise ConfigError(f"--param {both[0]} and --grid {both[0]} both set it; drop one")
+    semisync = _semisync(args)
     result = sweep(args.problem, args.rule, grid=grid, runs_per_call=args.runs_per_call,
-                   **_simulation_options(args))
+                   **_simulation_options(args),
+                   **({} if semisync is None else {"semisync": semisync}))
     if args.save:
         result.save(args.save)
     values = scores(result, args.score, target=args.target, problem=problem)
@@ -139,6 +142,7 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
                    "fit in about 1 GiB)")
     _add_model_arguments(p)
     _add_data_arguments(p)
+    _add_semisync_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: grid, per-point scores, best point")
     p.add_argument("--save", default=None, help="save the result (.npz) here")

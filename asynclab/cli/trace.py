@@ -174,6 +174,9 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     q.add_argument("--seed", type=int, default=0,
                    help="the cluster's seed, an integer in [0, 2**32)")
     _add_log_arguments(q)
+    from .run import _add_semisync_arguments
+
+    _add_semisync_arguments(q)
     q.add_argument("--overwrite", action="store_true",
                    help="replace the output file if it exists (only a file of the kind this "
                    "command writes)")
@@ -187,7 +190,7 @@ def _timeline_trace(args):
     from ..cluster import Cluster, Link, Straggler
     from ..engine import schedule
     from ..engine._run import _rule_from, rule_group_size
-    from ._args import _compute, _server_time
+    from ._args import _compute, _server_time, _time_scale
 
     params = _params(args.param)
     seed = _validate.seed(args.seed, "--seed")
@@ -204,7 +207,9 @@ def _timeline_trace(args):
     cluster = _log_cluster(args)
     if cluster is not None:
         given = [f for f, v in (("--compute", args.compute), ("--compute-mean",
-                 args.compute_mean), ("--compute-shape", args.compute_shape)) if v is not None]
+                 args.compute_mean), ("--compute-shape", args.compute_shape),
+                 ("--time-scale", args.time_scale), ("--heterogeneous", args.heterogeneous))
+                 if v is not None]
         if given:
             raise ConfigError(f"{', '.join(given)}: the log gives the compute times; drop "
                               f"{'them' if len(given) > 1 else 'it'} or the log")
@@ -212,12 +217,15 @@ def _timeline_trace(args):
     else:
         workers = args.workers if args.workers is not None else (
             1 if args.rule == "sequential_sgd" else 4)
-        cluster = Cluster(workers, _compute(args),
+        cluster = Cluster(workers, _compute(args), time_scale=_time_scale(args, workers),
                           group_size=rule_group_size(args.rule, params), **extra)
     rule = _rule_from(args.rule, 1e-3, args.local_steps, params, cluster)
     commits = args.commits if args.commits is not None or args.horizon is not None else 40
+    from .run import _semisync
+
+    semisync = _semisync(args)
     return schedule(rule, cluster, commits=commits, horizon=args.horizon, rng=seed,
-                    activity=True)
+                    activity=True, **({} if semisync is None else {"semisync": semisync}))
 
 
 def _add_timeline_parsers(commands) -> None:

@@ -65,6 +65,17 @@ def describe(trace) -> dict:
     }
 
 
+def _who(trace: RoundTrace, r: int, missed: bool = False) -> dict:
+    """``{"counted": [workers]}`` of round ``r`` of a semi-synchronous trace (with
+    ``missed``, also the others'); empty for plain rounds, where every worker counts."""
+    if trace.counted is None:
+        return {}
+    who = {"counted": np.flatnonzero(trace.counted[r]).tolist()}
+    if missed:
+        who["missed"] = np.flatnonzero(~trace.counted[r]).tolist()
+    return who
+
+
 def trace_records(trace) -> list[dict]:
     """The trace as records, one JSON object each (the lines of ``--format jsonl``).
 
@@ -74,7 +85,8 @@ def trace_records(trace) -> list[dict]:
     "start", "end", "straggler_delay"}`` per interval (seconds; by worker, then start);
     then one ``{"type": "commit", "commit", "time", "worker", "pulled_clock",
     "staleness"}`` per commit of an asynchronous trace, or ``{"type": "round", "round",
-    "time", "duration"}`` per round of a synchronous one.
+    "time", "duration"}`` per round of a synchronous one; a semi-synchronous round's
+    record also lists the workers that ``"counted"`` in it.
     """
     trace = _check_trace(trace)
     out = [{"type": "trace", **describe(trace)}]
@@ -87,7 +99,7 @@ def trace_records(trace) -> list[dict]:
                                             a.start.tolist(), a.end.tolist(),
                                             a.delay.tolist(), strict=True)]
     if isinstance(trace, RoundTrace):
-        out += [{"type": "round", "round": r, "time": t, "duration": d}
+        out += [{"type": "round", "round": r, "time": t, "duration": d, **_who(trace, r)}
                 for r, (t, d) in enumerate(zip(trace.time.tolist(), trace.duration.tolist(),
                                                strict=True))]
     else:
@@ -107,8 +119,11 @@ def trace_events(trace) -> dict:
     and categorised by its kind (``"compute (straggler)"`` when a scheduled straggler
     delay falls in it, the delay in ``args``). Every commit is an instant event on its
     worker's thread with the commit's index, pulled clock and staleness in ``args``;
-    every synchronous round's aggregate one on the server's thread. ``otherData`` holds
-    what :func:`trace_records`' first record says of the trace.
+    every synchronous round's aggregate one on the server's thread (a semi-synchronous
+    round's lists the workers that ``counted`` and those that ``missed`` it in ``args``,
+    and each of those who missed it has a ``"missed round"`` instant event on its
+    thread). ``otherData`` holds what :func:`trace_records`' first record says of the
+    trace.
     """
     trace = _check_trace(trace)
     info = describe(trace)
@@ -138,9 +153,14 @@ def trace_events(trace) -> dict:
     if isinstance(trace, RoundTrace):
         events += [{"ph": "i", "s": "t", "pid": _PID, "tid": _SERVER_TID, "cat": "round",
                     "name": "aggregate", "ts": t * MICROSECONDS,
-                    "args": {"round": r, "duration_s": d}}
+                    "args": {"round": r, "duration_s": d, **_who(trace, r, missed=True)}}
                    for r, (t, d) in enumerate(zip(trace.time.tolist(),
                                                   trace.duration.tolist(), strict=True))]
+        if trace.counted is not None:
+            events += [{"ph": "i", "s": "t", "pid": _PID, "tid": int(k) + 1,
+                        "cat": "round", "name": "missed round",
+                        "ts": float(trace.time[r]) * MICROSECONDS, "args": {"round": int(r)}}
+                       for r, k in np.argwhere(~trace.counted)]
     else:
         events += [{"ph": "i", "s": "t", "pid": _PID, "tid": k + 1, "cat": "commit",
                     "name": "commit", "ts": t * MICROSECONDS,

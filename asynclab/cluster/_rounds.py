@@ -10,6 +10,11 @@ Three ways to close a round, all of a :class:`SemiSync` given to
   opened if at least m commits are in, else when the m-th arrives, but no later than D
   seconds after it opened, with whoever is in then (possibly nobody).
 
+A quorum (or backup workers) takes a deadline too: the round closes at its K-th commit
+or D seconds after it opened, whichever comes first. ``deadline="adaptive"`` sets D
+for each round from the arrival delays of the commits that counted in the last h rounds:
+D = mean + c·std (:meth:`SemiSync.adaptive_deadline`).
+
 What happens to the work that misses the round (``late``): ``"discard"`` cancels it (every
 worker pulls the new centre and starts the next round from it); ``"stale"`` lets it run
 on, and a commit counts in the round that is open when it arrives (with the staleness of
@@ -22,6 +27,7 @@ averages over those (:mod:`asynclab.engine`).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 
@@ -56,12 +62,20 @@ class SemiSync:
       min_count: m >= 1 (default 1), at most the cluster's workers;
       deadline: ...but at the latest D >= T seconds after it opened (default: no
         deadline), with whoever is in then. A round nobody made leaves the centre as it
-        is.
+        is. With a quorum (or backups): D > 0 seconds, the round closes at its K-th
+        commit or D seconds after it opened, whichever comes first; or ``"adaptive"``:
+        each round's D is :meth:`adaptive_deadline` of the arrival delays of the commits
+        that counted in the last ``deadline_history`` rounds.
+      deadline_history: h >= 1 (default 5), with ``deadline="adaptive"``: the rounds
+        whose arrival delays set the next deadline.
+      deadline_spread: c >= 0 (default 2.0), with ``deadline="adaptive"``: the deadline
+        is the delays' mean plus c standard deviations.
 
     Example:
       >>> trace = simulate_sync(Cluster(workers=8, compute=ComputeTime("exponential")),
       ...                       rounds=100, semisync=SemiSync(quorum=6))
       >>> trace.counted.sum(axis=1)  # six workers counted in every round
+      >>> SemiSync(quorum=8, deadline="adaptive", deadline_spread=1.0)  # cut stragglers
     """
 
     quorum: int | None = None
@@ -69,7 +83,9 @@ class SemiSync:
     late: str = "discard"
     window: float | None = None
     min_count: int | None = None
-    deadline: float | None = None
+    deadline: float | str | None = None
+    deadline_history: int | None = None
+    deadline_spread: float | None = None
 
     def __post_init__(self):
         given = [name for name in ("quorum", "backup", "window")
@@ -85,12 +101,19 @@ class SemiSync:
         if not isinstance(self.late, str) or self.late not in LATE:
             raise ConfigError(f"SemiSync.late must be one of {', '.join(LATE)}, "
                               f"got {self.late!r}")
+        self._check_adaptive()
         if self.window is None:
-            for name in ("min_count", "deadline"):
-                if getattr(self, name) is not None:
-                    raise ConfigError(f"SemiSync.{name} goes with a time window; give "
-                                      "window=T too")
+            if self.min_count is not None:
+                raise ConfigError("SemiSync.min_count goes with a time window; give window=T "
+                                  "too")
+            if self.deadline is not None and not self.adaptive:
+                object.__setattr__(self, "deadline", _validate.number(
+                    self.deadline, "SemiSync.deadline", low=0, low_open=True,
+                    allow_inf=True))
             return
+        if self.adaptive:
+            raise ConfigError("SemiSync.deadline='adaptive' goes with a quorum or backup "
+                              "workers; a time window takes a deadline in seconds")
         window = _validate.number(self.window, "SemiSync.window", low=0, low_open=True)
         object.__setattr__(self, "window", window)
         m = 1 if self.min_count is None else _validate.count(self.min_count,
@@ -103,6 +126,43 @@ class SemiSync:
                 raise ConfigError(f"SemiSync.deadline ({deadline:g}) must be at least the "
                                   f"window ({window:g})")
             object.__setattr__(self, "deadline", deadline)
+
+    def _check_adaptive(self) -> None:
+        """``deadline="adaptive"`` and its two fields (their defaults set), or neither."""
+        if isinstance(self.deadline, str) and self.deadline != "adaptive":
+            raise ConfigError("SemiSync.deadline must be a number of seconds or 'adaptive', "
+                              f"got {self.deadline!r}")
+        if not self.adaptive:
+            for name in ("deadline_history", "deadline_spread"):
+                if getattr(self, name) is not None:
+                    raise ConfigError(f"SemiSync.{name} goes with deadline='adaptive'")
+            return
+        history = 5 if self.deadline_history is None else self.deadline_history
+        spread = 2.0 if self.deadline_spread is None else self.deadline_spread
+        object.__setattr__(self, "deadline_history",
+                           _validate.count(history, "SemiSync.deadline_history"))
+        object.__setattr__(self, "deadline_spread",
+                           _validate.number(spread, "SemiSync.deadline_spread", low=0))
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether each round's deadline is set from recent arrivals
+        (``deadline="adaptive"``)."""
+        return isinstance(self.deadline, str)
+
+    def adaptive_deadline(self, delays) -> float:
+        """The adaptive deadline of a round, in seconds after it opens.
+
+        D = mean(d) + c · std(d) over ``delays`` d, the arrival delays (a commit's arrival
+        at the server minus the opening of the round it counted in) of the commits that
+        counted in the last ``deadline_history`` rounds; std is the population standard
+        deviation (ddof = 0) and c is ``deadline_spread``. With no delays (the first
+        round, or recent rounds that nobody made) there is no deadline: ``inf``.
+        """
+        delays = np.asarray(delays, np.float64)
+        if delays.size == 0:
+            return math.inf
+        return float(delays.mean() + self.deadline_spread * delays.std())
 
     def quorum_of(self, workers: int) -> int | None:
         """The round's quorum K on a cluster of ``workers`` (None for a time window),
@@ -139,10 +199,12 @@ def check_semisync(semisync) -> SemiSync | None:
 class _Open:
     """A round being gathered: who counted so far, and the event of its aggregate."""
 
-    __slots__ = ("counted", "closed", "window_over", "result")
+    __slots__ = ("counted", "arrived", "opened", "closed", "window_over", "result")
 
     def __init__(self, env):
         self.counted = []
+        self.arrived = []
+        self.opened = env.now
         self.closed = False
         self.window_over = False
         self.result = env.event()
@@ -167,6 +229,7 @@ class _Rounds:
     def arrive(self, rnd: _Open, worker: int) -> None:
         """A commit reaches the server in round ``rnd``; it may close the round."""
         rnd.counted.append(worker)
+        rnd.arrived.append(self.env.now)
         if self.quorum is not None:
             if len(rnd.counted) == self.quorum:
                 self.close(rnd)
@@ -205,6 +268,26 @@ def _window_server(env, rounds: _Rounds, window: float, deadline: float):
         yield rnd.result | env.timeout(deadline - window)
         if not rnd.closed:
             rounds.close(rnd)
+
+
+def _deadline_server(env, rounds: _Rounds, semisync: SemiSync):
+    """Closes a quorum's round at its deadline if its K-th commit has not closed it: a
+    fixed one, or (adaptive) one set from the last rounds' arrival delays."""
+    recent = collections.deque(maxlen=semisync.deadline_history or 1)
+    while not rounds.stop.triggered:
+        rnd = rounds.current
+        if semisync.adaptive:
+            deadline = semisync.adaptive_deadline(
+                [t - r.opened for r in recent for t in r.arrived])
+        else:
+            deadline = semisync.deadline
+        if math.isinf(deadline):
+            yield rnd.result
+        else:
+            yield rnd.result | env.timeout(deadline)
+            if not rnd.closed:
+                rounds.close(rnd)
+        recent.append(rnd)
 
 
 def _semisync_worker(env, worker, next_block, down, server, server_time, rounds: _Rounds,
@@ -300,6 +383,9 @@ def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, record
     if quorum is None:
         deadline = math.inf if semisync.deadline is None else semisync.deadline
         env.process(_window_server(env, rounds, semisync.window, deadline))
+    elif semisync.deadline is not None and not (
+            not semisync.adaptive and math.isinf(semisync.deadline)):
+        env.process(_deadline_server(env, rounds, semisync))
     env.run(until=stop)
     counted = np.zeros((len(rounds.time), n), bool)
     for r, members in enumerate(rounds.counted):

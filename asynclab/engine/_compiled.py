@@ -94,8 +94,8 @@ def _pop_workers(values: dict, padded: bool):
     return values, (count.astype(jnp.int32) if padded else None)
 
 
-def _initial_carry_batch(rule, problem, n_workers, init, devices, padded=False):
-    key = (structure_key(rule), id(problem), n_workers, init, padded, devices)
+def _initial_carry_batch(rule, problem, n_workers, init, devices, padded=False, late=None):
+    key = (structure_key(rule), id(problem), n_workers, init, padded, devices, late)
 
     def build():
         def initial(seed, values):
@@ -103,7 +103,7 @@ def _initial_carry_batch(rule, problem, n_workers, init, devices, padded=False):
             values, count = _pop_workers(values, padded)
             k, worker_keys = seed_keys(seed, n_workers)
             carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init,
-                                   count)
+                                   count, late)
             # a barrier: with a fixed start the centre is a constant, and XLA would
             # otherwise evaluate the whole initial record (a net on its evaluation
             # examples) while compiling, by constant folding, which takes minutes

@@ -34,8 +34,10 @@ class Carry(NamedTuple):
         :func:`reported_center` reads it.
       moved: ``(n,)`` float32, how far each worker's commits have moved the centre so
         far: the sum of ‖θ̃_{t+1} − θ̃_t‖₂ over its commits that the run applied
-        (:func:`_stepped`); None for a synchronous rule, whose rounds weight every worker
-        equally (``Result.center_share`` is then 1/n without counting).
+        (:func:`_stepped`); semi-synchronous rounds split each round's movement equally
+        among the workers that counted (:func:`round_movement`); None for a plain
+        synchronous rule, whose rounds weight every worker equally
+        (``Result.center_share`` is then 1/n without counting).
     """
 
     server: object
@@ -69,7 +71,7 @@ def finite_and_movement(old, new) -> tuple[jax.Array, jax.Array]:
 
 
 def _stepped(carry: Carry, server, workers, active, index,
-             worker_id=None) -> tuple[Carry, jax.Array]:
+             worker_id=None, mask=None) -> tuple[Carry, jax.Array]:
     """An event's result and the divergence guard, for one seed: ``(carry, stop)``.
 
     A live event (real, and the run not ended) whose centre is not finite marks the run
@@ -79,7 +81,8 @@ def _stepped(carry: Carry, server, workers, active, index,
 
     Where the carry has ``moved`` (asynchronous rules), an event that the run applies
     (live, with a finite centre and a finite movement) adds its movement to the entry of
-    the committing ``worker_id`` (one scatter-add); any other adds 0.
+    the committing ``worker_id`` (one scatter-add), or (a semi-synchronous round, its
+    ``mask`` of the workers that counted) :func:`round_movement`; any other adds 0.
     """
     running = ~carry.stopped
     moved = carry.moved
@@ -88,7 +91,11 @@ def _stepped(carry: Carry, server, workers, active, index,
     else:
         finite, step = finite_and_movement(carry.server.center, server.center)
         applied = running & active & finite & jnp.isfinite(step)
-        moved = moved.at[worker_id].add(jnp.where(applied, step, jnp.float32(0)))
+        if mask is None:
+            moved = moved.at[worker_id].add(jnp.where(applied, step, jnp.float32(0)))
+        else:
+            moved = moved + jnp.where(applied, round_movement(step, mask, moved.shape[0]),
+                                      jnp.float32(0))
     stop = running & (~active | ~finite)
     diverged_at = jnp.where(running & active & ~finite, index, carry.diverged_at)
     return carry._replace(server=server, workers=workers, diverged_at=diverged_at,
@@ -152,6 +159,15 @@ def counted_of(mask, worker_id):
     return (jnp.right_shift(mask, worker_id) & 1) == 1
 
 
+def round_movement(step, mask, n_workers: int) -> jax.Array:
+    """A semi-synchronous round's movement of the centre, ``step`` = ‖θ̃⁺ − θ̃‖₂, split
+    equally among the K workers that counted (``mask``, bit k for worker k): ``(n,)``
+    float32, step / K for each of them and 0 for the others (all 0 when K = 0)."""
+    counted = counted_of(mask, jnp.arange(n_workers, dtype=jnp.int32))
+    k = jnp.maximum(jnp.sum(counted, dtype=jnp.int32), 1).astype(jnp.float32)
+    return jnp.where(counted, step / k, jnp.float32(0))
+
+
 def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
                       padded: bool = False, late: str | None = None):
     """One round: every worker's local work, then the collective synchronisation.
@@ -184,7 +200,7 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
             del count  # the mask holds real workers only
             server, workers, local_params = rounds(carry.server, carry.workers, worker_keys,
                                                    ids, worker_id)
-            carry, stop = _stepped(carry, server, workers, active, index)
+            carry, stop = _stepped(carry, server, workers, active, index, mask=worker_id)
             return carry, stop, local_params
 
         return masked
@@ -286,7 +302,10 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
 
 
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
-                   count=None) -> Carry:
+                   count=None, late: str | None = None) -> Carry:
+    """The carry before the first event; it counts the centre's movement (``moved``) for
+    an asynchronous rule and for semi-synchronous rounds (``late`` given)."""
     server, workers = initial_state(rule, problem, key, n_workers, init, count)
+    counts = not rule.synchronous or late is not None
     return Carry(server, workers, jnp.asarray(-1, jnp.int32), jnp.asarray(False),
-                 server.center, None if rule.synchronous else jnp.zeros(n_workers, jnp.float32))
+                 server.center, jnp.zeros(n_workers, jnp.float32) if counts else None)

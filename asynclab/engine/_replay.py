@@ -293,7 +293,7 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
     values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
     drawn = _initial_axis(axis, devices) if padded else axis
     carry, worker_keys, (first_loss, first_metrics) = _initial_carry_batch(
-        rule, problem, drawn, init, devices, padded)(
+        rule, problem, drawn, init, devices, padded, plan.late)(
             _put(np.asarray(seeds, np.uint32), devices), values)
     if drawn > axis:  # the first rows of a longer draw are the draw (worker keys, starts)
         carry = carry._replace(workers=jax.tree.map(lambda x: x[:, :axis], carry.workers))
@@ -364,10 +364,10 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         }
     final = _host(reported_center(carry))
     diverged_at = _host(carry.diverged_at)
-    # a synchronous round weights its workers equally: 1/n each, nothing counted; a
-    # semi-synchronous one weights those that counted, which no share records yet (None)
+    # a synchronous round weights its workers equally: 1/n each, nothing counted (a
+    # semi-synchronous one counts: its movement goes to the workers that counted)
     share = (center_shares(_host(carry.moved), rule.group_size) if carry.moved is not None
-             else center_shares(np.ones((batch, n_workers))) if plan.late is None else None)
+             else center_shares(np.ones((batch, n_workers))))
     if lam > 1:  # the step at which a run diverged -> its round
         diverged_at = np.where(diverged_at >= 0, diverged_at // lam, diverged_at)
     return _Replayed(loss, final, diverged_at, center_path, worker_path, recorded, share)

@@ -53,10 +53,10 @@ class Result:
         total movement, ``Σ_{t credited to k} ‖θ̃_{t+1} − θ̃_t‖₂ / Σ_t ‖θ̃_{t+1} − θ̃_t‖₂``
         over the events the run applied (a diverged run's before ``diverged_at``). An
         asynchronous commit is credited to its worker (a mixed cluster's group commit
-        to its members, equally); a synchronous round to every worker equally. Each
-        row sums to 1; NaN for a run whose centre never moved. None for a result made
-        without it (semi-synchronous rounds, the threads backend, archives older than
-        it).
+        to its members, equally); a synchronous round to every worker equally, a
+        semi-synchronous one to the workers that counted in it, equally. Each row sums
+        to 1; NaN for a run whose centre never moved. None for a result made without it
+        (the threads backend, archives older than it).
 
     The records' axes: :attr:`record_events` (events done at each record) and
     :attr:`record_time` (simulated seconds at each record, ``(Tr, R)``); ``loss[s, r]``

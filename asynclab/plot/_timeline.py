@@ -22,6 +22,8 @@ KIND_COLORS = {"compute": OKABE_ITO["sky"], "communicate": OKABE_ITO["orange"],
                "wait": "#DDDDDD", "failed": OKABE_ITO["black"]}
 #: A compute interval holding a scheduled straggler delay.
 STRAGGLER_COLOR = OKABE_ITO["vermillion"]
+#: The mark of a worker that missed a semi-synchronous round.
+MISSED_COLOR = OKABE_ITO["vermillion"]
 #: Height of a worker's row of intervals (rows are 1 apart).
 _ROW = 0.64
 #: The staleness colour scale ends at this quantile (a straggler's rare large τ would
@@ -35,6 +37,7 @@ class _Schedule:
     def __init__(self, source):
         self.activity = None
         self.group_size = 1
+        self.counted = getattr(source, "counted", None)  # semi-synchronous rounds
         if isinstance(source, Trace | RoundTrace):
             self.activity = source.activity
             self.workers = int(source.n_workers)
@@ -98,8 +101,10 @@ def draw_timeline(ax, source, *, colorbar: bool = False, legend: bool = True):
     ``PolyCollection`` per kind present, labelled with it), and compute intervals that
     hold a scheduled straggler's delay in vermillion, hatched. Every commit is a mark
     on its worker's row coloured by its staleness (viridis; the scale ends at the 99.5 %
-    quantile); each synchronous round's aggregate marks every worker, in black. Slow
-    workers (:func:`asynclab.cluster.slow_workers`) have their row label in vermillion.
+    quantile); each synchronous round's aggregate marks every worker, in black, except
+    (semi-synchronous rounds) the workers that did not count in it: a vermillion ×,
+    labelled "missed the round". Slow workers (:func:`asynclab.cluster.slow_workers`)
+    have their row label in vermillion.
 
     Args:
       ax: the axes to draw into.
@@ -132,8 +137,14 @@ def draw_timeline(ax, source, *, colorbar: bool = False, legend: bool = True):
     if s.synchronous:
         times = np.repeat(s.times, s.workers)
         who = np.tile(np.arange(s.workers), s.times.size)
-        marks = ax.scatter(times, who, c="k", marker="|", s=110, linewidths=1.2, zorder=3,
-                           label="aggregate")
+        counted = (np.ones(times.shape, bool) if s.counted is None
+                   else np.asarray(s.counted, bool).reshape(-1))
+        marks = ax.scatter(times[counted], who[counted], c="k", marker="|", s=110,
+                           linewidths=1.2, zorder=3, label="aggregate")
+        if not counted.all():
+            missed = ax.scatter(times[~counted], who[~counted], c=MISSED_COLOR, marker="x",
+                                s=30, linewidths=1.2, zorder=3, label="missed the round")
+            handles.append(missed)
     else:
         top = float(np.quantile(s.staleness, _STALENESS_QUANTILE)) if s.staleness.size else 1
         norm = Normalize(0, max(top, 1.0))
@@ -211,7 +222,8 @@ def timeline(trace, path=None, *, title: str | None = None):
         fig, ax = plt.subplots(figsize=(1.8 * PANEL_WIDTH, height))
         side = None
     draw_timeline(ax, trace, colorbar=not s.synchronous, legend=False)
-    handles = _kind_handles(trace.activity)
+    handles = _kind_handles(trace.activity) + [
+        c for c in ax.collections if c.get_label() == "missed the round"]
     rect = None
     if handles:  # under the whole figure, outside tight_layout's reach: never over a label
         fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 5),
