@@ -316,3 +316,31 @@ def test_availability_refusals_on_the_cluster_and_the_simulators():
         simulate_sync(failing, rounds=5, semisync=SemiSync(quorum=3))
     with pytest.raises(ConfigError, match="warm-up rounds"):
         run("quadratic", "post_local_sgd", cluster=failing, commits=5, warmup_rounds=2)
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def test_cli_failures_file_and_churn(tmp_path, capsys):
+    import json
+
+    from asynclab.cli import main
+
+    log = tmp_path / "failures.csv"
+    log.write_text("worker,down_at,up_at\n1,2.5,4\n")
+    base = ["run", "--problem", "quadratic", "--rule", "downpour", "--workers", "2",
+            "--compute", "constant", "--commits", "8", "--json"]
+    assert main([*base, "--failures", str(log)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["goodput"] == [8 / 9] and out["goodput_per_device_second"] == [0.8]
+    assert main(["run", "--problem", "quadratic", "--mtbf", "20", "--mttr", "5",
+                 "--commits", "200"]) == 0
+    assert "goodput:" in capsys.readouterr().out
+    assert main(["run", "--problem", "quadratic", "--mtbf", "20", "--commits", "5"]) == 2
+    assert "needs both --mtbf and --mttr" in capsys.readouterr().err
+    assert main(["run", "--problem", "quadratic", "--mtbf", "20", "--mttr", "5",
+                 "--failures", str(log), "--commits", "5"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # argparse refuses the number itself
+        main(["run", "--problem", "quadratic", "--mtbf", "-1", "--mttr", "5"])
+    assert exit_.value.code == 2
+    assert "--mtbf: must be a finite number > 0" in capsys.readouterr().err
