@@ -15,7 +15,7 @@ down. Five rules:
   Nesterov step;
 - ``async DiLoCo``: the outer gradients committed asynchronously (Liu et al. 2024),
   applied by outer SGD with step size 1/n (the per-commit Nesterov step of synchronous
-  DiLoCo diverges here), inner step size ``async_learning_rate``.
+  DiLoCo does not converge here), inner step size ``async_learning_rate``.
 
 Every run lasts ``horizon`` simulated seconds. Measured per (rule, MTBF, seed): the goodput
 (useful gradient evaluations over all those started) and the useful evaluations per
@@ -56,8 +56,8 @@ class Config:
     outer_learning_rate: float = 0.7
     outer_momentum: float = 0.9
     #: asynchronous DiLoCo: inner step size and outer SGD (no momentum) step size; the
-    #: outer Nesterov step of synchronous DiLoCo (0.7, 0.9), taken per commit, diverges
-    #: here even with Delayed Nesterov
+    #: outer Nesterov step of synchronous DiLoCo (0.7, 0.9), taken per commit, does not
+    #: converge here, even delayed to every n-th commit (Delayed Nesterov)
     async_learning_rate: float = 0.04
     async_outer_learning_rate: float = 0.125
     noise: float = 1.0
