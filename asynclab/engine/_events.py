@@ -153,22 +153,27 @@ def rejoining_event(rule, gradient):
     back up after this commit, before the next. Each starts again as a worker starts a
     run, from the current centre (``rule.init_worker``: its parameters and pulled
     centre the centre, its pulled clock the clock, a fresh inner optimizer), keeping
-    its count of local steps; the server does not change. A select per slot, so this is
-    a program of its own: the plain path (:func:`asynchronous_event`) has none.
+    its count of local steps; the server does not change. A branch per slot (a select
+    when each run has its own schedule), so this is a program of its own: the plain path
+    (:func:`asynchronous_event`) has none.
     """
     commit = _commit(rule, gradient)
 
     def event(carry: Carry, worker_keys, worker_id, active, index, rejoin):
         carry, stop, params, _ = commit(carry, worker_keys, worker_id, active, index)
+        server = carry.server
+
+        def pull(workers, k):
+            fresh = rule.init_worker(server.center, server)
+            return put_row(workers, k, fresh._replace(steps=row(workers, k).steps))
+
         workers = carry.workers
         for j in range(rejoin.shape[-1]):
             w = rejoin[j]
-            k = jnp.maximum(w, 0)
-            old = row(workers, k)
-            fresh = rule.init_worker(carry.server.center, carry.server)._replace(
-                steps=old.steps)
-            new = jax.tree.map(lambda a, b, back=w >= 0: jnp.where(back, a, b), fresh, old)
-            workers = put_row(workers, k, new)
+            # one schedule for the batch: w is not batched and this is a real branch,
+            # taken only at a rejoin; one schedule per run: a select
+            workers = jax.lax.cond(w >= 0, pull, lambda ws, k: ws, workers,
+                                   jnp.maximum(w, 0))
         return carry._replace(workers=workers), stop, params
 
     return event

@@ -420,6 +420,8 @@ def _check_values(archive, fields: dict, config: dict) -> None:
     within("staleness", -1, max(events, 1))
     if "center_share" in fields:
         within("center_share", 0, 1)
+    if "goodput" in fields:
+        within("goodput", 0, 1)
     if not np.all(np.diff(fields["record_events"]) > 0):
         raise archive.error("inconsistent: record_events is not strictly increasing")
 
