@@ -196,13 +196,13 @@ _ALL = [
            "outer Nesterov step per commit fails, Delayed Nesterov repairs it, dynamic local "
            "updates do not help here.",
            "async_diloco", "async_diloco:plot_async_diloco", _async_diloco_title),
+    Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
+           "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
+           "movers", "movers:plot_movers", _movers_title),
     Figure("failures", "Goodput, useful work per device-second and time to target against "
            "the failure rate for synchronous SGD, DOWNPOUR, ADAG, DiLoCo and asynchronous "
            "DiLoCo.",
            "failures", "failures:plot_failures", _failures_title, pass_config=True),
-    Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
-           "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
-           "movers", "movers:plot_movers", _movers_title),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.
