@@ -344,3 +344,19 @@ def test_cli_failures_file_and_churn(tmp_path, capsys):
         main(["run", "--problem", "quadratic", "--mtbf", "-1", "--mttr", "5"])
     assert exit_.value.code == 2
     assert "--mtbf: must be a finite number > 0" in capsys.readouterr().err
+
+
+def test_cli_trace_export_shows_the_outage(tmp_path):
+    import json
+
+    from asynclab.cli import main
+
+    log = tmp_path / "failures.csv"
+    log.write_text("1,2.5,4\n")
+    out = tmp_path / "t.jsonl"
+    assert main(["trace", "export", "--failures", str(log), "--workers", "2", "--compute",
+                 "constant", "--commits", "8", "--format", "jsonl", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    failed = [(r["worker"], r["start"], r["end"]) for r in rows
+              if r["type"] == "interval" and r["kind"] == "failed"]
+    assert failed == [(1, 2.5, 4.0)]
