@@ -23,7 +23,7 @@ LATE = ("discard", "stale")
 #: Figures, in the order they are built (``asynclab.figures.FIGURES``).
 FIGURES = ("staleness", "straggler", "implicit_momentum", "momentum_tuning",
            "model_averaging_paths", "model_averaging_mc", "easgd", "agn", "real_cluster",
-           "mnist_rules", "scaling", "semisync", "async_diloco", "movers")
+           "mnist_rules", "scaling", "semisync", "async_diloco", "movers", "failures")
 
 #: η each problem was tuned for, used when a run gives none (``Problem.learning_rate``).
 #: The surfaces share Beale's 1e-3. The nets learn with 0.03 for 4 to 32 workers of

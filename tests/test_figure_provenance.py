@@ -378,3 +378,20 @@ def test_async_diloco_replay_provenance():
     result = replay(rule, problem, prefix, seeds=[s], record_every=every, progress=False)
     close(result.loss[0], data[f"{variant}__loss"][s, :records + 1])
     close(result.metrics["accuracy"][0], data[f"{variant}__accuracy"][s, :records + 1])
+
+
+def test_failures_provenance():
+    # Cell: async DiLoCo at MTBF 50 s, seed 3: one 400 s schedule with Poisson churn (its
+    # rejoin pulls replayed) and a replay of one seed (~1 s).
+    study, data, config = committed("failures")
+    r, f, s = study.RULES.index("async DiLoCo"), config.mtbf.index(50.0), 3
+    name, hyperparameters, cluster = study.setting(config, "async DiLoCo", 50.0)
+    result = asynclab.run("quadratic", name, cluster=cluster, horizon=config.horizon,
+                          seeds=[s], trace_per_seed=True, noise=config.noise, progress=False,
+                          problem_options={"dim": config.dim, "condition": config.condition},
+                          **hyperparameters)
+    assert result.goodput[0] == data["goodput"][r, f, s]
+    assert result.goodput_per_device_second[0] == data["goodput_per_device_second"][r, f, s]
+    close(result.time_to_target(config.target, metric="loss").seconds[0],
+          data["seconds_to_target"][r, f, s])
+    close(result.loss[0, -1], data["final_loss"][r, f, s])

@@ -90,6 +90,9 @@ def _check(rule, problem: Problem, trace, init: str, record_every, sync_every, c
            checkpoint_every, resume) -> None:
     check_rule(rule, problem, "the pmap backend")
     check_traces(rule, [trace])
+    if getattr(trace, "failures", None) is not None and trace.failures.n_failures:
+        raise ConfigError("trace: the pmap backend does not replay failures (rejoin pulls); "
+                          "replay a trace with failures with the simulator's replay")
     check_init(rule, init)
     check_count("record_every", record_every)
     check_count("sync_every", sync_every, MAX_IN_FLIGHT)

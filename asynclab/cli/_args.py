@@ -232,6 +232,36 @@ def add_server_arguments(p: argparse.ArgumentParser) -> None:
                    help="lognormal σ or gamma shape k of the service time (default: 1.0)")
 
 
+def add_availability_arguments(p: argparse.ArgumentParser) -> None:
+    """``--mtbf``/``--mttr`` (Poisson churn) or ``--failures FILE`` (a schedule): when
+    workers are down (asynchronous rules; see :func:`_availability`)."""
+    g = p.add_argument_group("failures (asynchronous rules, the simulator)")
+    g.add_argument("--mtbf", type=_positive, default=None, metavar="SECONDS",
+                   help="mean time between failures of each worker (Poisson churn, with "
+                   "--mttr)")
+    g.add_argument("--mttr", type=_positive, default=None, metavar="SECONDS",
+                   help="mean time to repair: mean seconds a worker stays down")
+    g.add_argument("--failures", default=None, metavar="FILE",
+                   help="an availability log: CSV rows worker,down_at,up_at")
+
+
+def _availability(args):
+    """``Cluster.availability`` from the failure flags, or None without them."""
+    from ..cluster import Availability, read_availability
+
+    mtbf, mttr = getattr(args, "mtbf", None), getattr(args, "mttr", None)
+    path = getattr(args, "failures", None)
+    if path is not None:
+        if mtbf is not None or mttr is not None:
+            raise ConfigError("--failures gives a schedule; drop --mtbf/--mttr (Poisson "
+                              "churn) or the file")
+        return read_availability(path)
+    if (mtbf is None) != (mttr is None):
+        raise ConfigError("Poisson churn needs both --mtbf and --mttr, got only "
+                          + ("--mtbf" if mttr is None else "--mttr"))
+    return None if mtbf is None else Availability(mtbf=mtbf, mttr=mttr)
+
+
 def _server_time(args):
     """``Cluster.server_time`` from the server flags: ``--server-time`` seconds (0 when not
     given), or the distribution ``--server-distribution`` names with that mean (and
@@ -281,6 +311,7 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
                    help="σ², variance of the additive Gaussian gradient noise")
     add_compute_arguments(p)
     add_server_arguments(p)
+    add_availability_arguments(p)
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--commits", type=_count(1), default=None,
                         help="budget in commits, rounds for synchronous rules (default: 1000)")
@@ -418,14 +449,16 @@ def _simulation_options(args) -> dict:
         args.commits = 1000
     server = _server_time(args)
     scale = _time_scale(args, workers)
+    availability = _availability(args)
     busy = {}
-    if server != 0.0 or scale is not None:  # the cluster, with the rule's groups
+    # the cluster, with the rule's groups, when any of its options is given
+    if server != 0.0 or scale is not None or availability is not None:
         from ..cluster import Cluster
         from ..engine._run import rule_group_size
 
         busy["cluster"] = Cluster(workers, _compute(args), server_time=server,
                                   group_size=rule_group_size(args.rule, _params(args.param)),
-                                  time_scale=scale)
+                                  time_scale=scale, availability=availability)
     return dict(
         **busy,
         workers=workers, compute=_compute(args), commits=args.commits, horizon=args.horizon,

@@ -33,6 +33,9 @@ def summary(result, problem) -> dict:
     }
     if result.center_share is not None:
         out["center_share"] = [_finite_list(row) for row in result.center_share]
+    if result.goodput is not None:  # one per trace
+        out["goodput"] = _finite_list(result.goodput)
+        out["goodput_per_device_second"] = _finite_list(result.goodput_per_device_second)
     if problem.is_surface:
         out["success"] = problem.success(result.final_params).tolist()
     if problem.flat and problem.dim <= 10:
@@ -78,6 +81,10 @@ def _print_summary(result, problem, out=None) -> None:
     if result.center_share is not None and (not cfg.get("synchronous")
                                             or cfg.get("semisync") is not None):
         _print_shares(result.center_share, out)
+    if result.goodput is not None and np.any(np.asarray(result.goodput) < 1):
+        print(f"  goodput: {np.mean(result.goodput):.4g} of the gradient evaluations were "
+              f"useful; {np.mean(result.goodput_per_device_second):.4g} useful per "
+              "device-second", file=out)
     losses = np.atleast_1d(np.asarray(s["final_loss"], dtype=float))
     print("  final central loss: " + ", ".join(f"{v:.4g}" for v in losses[:8])
           + (" …" if losses.size > 8 else ""), file=out)

@@ -12,6 +12,7 @@ from ._args import (
     _add_data_arguments,
     _add_model_arguments,
     _add_overwrite,
+    _availability,
     _check_model,
     _check_outputs,
     _compute,
@@ -117,7 +118,8 @@ _PMAP_ONLY = {"checkpoint": "--checkpoint", "checkpoint_every": "--checkpoint-ev
               "resume": "--resume"}
 
 
-_SIM_ONLY = {"seeds": "--seeds", "trace_per_seed": "--trace-per-seed", "horizon": "--horizon"}
+_SIM_ONLY = {"seeds": "--seeds", "trace_per_seed": "--trace-per-seed", "horizon": "--horizon",
+             "mtbf": "--mtbf", "mttr": "--mttr", "failures": "--failures"}
 
 
 _TIMING = {"compute": "--compute", "compute_mean": "--compute-mean",
@@ -184,7 +186,8 @@ def _run(args) -> int:
         options["devices"] = args.devices
     cluster = _log_cluster(args)
     if cluster is not None:  # the log's cluster decides the workers and their times
-        cluster = dataclasses.replace(cluster, server_time=_server_time(args))
+        cluster = dataclasses.replace(cluster, server_time=_server_time(args),
+                                      availability=_availability(args))
         options.update(workers=None, cluster=cluster)
     problem_options = dict(options["problem_options"])
     if args.problem in DATA_PROBLEMS:  # one shard per worker, as run() makes them

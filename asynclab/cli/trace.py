@@ -146,7 +146,14 @@ def _straggler(text: str):
 
 def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
     """The simulated cluster of ``trace show`` / ``trace export``."""
-    from ._args import _count, _finite, _positive, add_compute_arguments, add_server_arguments
+    from ._args import (
+        _count,
+        _finite,
+        _positive,
+        add_availability_arguments,
+        add_compute_arguments,
+        add_server_arguments,
+    )
 
     q.add_argument("--rule", default="downpour",
                    help="update rule whose schedule is simulated: asynchronous commits or "
@@ -166,6 +173,7 @@ def _add_timeline_arguments(q: argparse.ArgumentParser) -> None:
                    metavar="WORKER:AT:DELAY",
                    help="the first local step worker WORKER starts at or after AT seconds "
                    "takes DELAY seconds longer (repeatable)")
+    add_availability_arguments(q)
     budget = q.add_mutually_exclusive_group()
     budget.add_argument("--commits", type=_count(1), default=None,
                         help="budget in commits, rounds for synchronous rules (default: 40)")
@@ -190,7 +198,7 @@ def _timeline_trace(args):
     from ..cluster import Cluster, Link, Straggler
     from ..engine import schedule
     from ..engine._run import _rule_from, rule_group_size
-    from ._args import _compute, _server_time, _time_scale
+    from ._args import _availability, _compute, _server_time, _time_scale
 
     params = _params(args.param)
     seed = _validate.seed(args.seed, "--seed")
@@ -203,7 +211,7 @@ def _timeline_trace(args):
     stragglers = tuple(Straggler(worker=w, delay=d, at_time=at)
                        for w, at, d in args.straggler or ())
     extra = dict(network=Link(latency=args.transfer_time), server_time=_server_time(args),
-                 stragglers=stragglers)
+                 stragglers=stragglers, availability=_availability(args))
     cluster = _log_cluster(args)
     if cluster is not None:
         given = [f for f, v in (("--compute", args.compute), ("--compute-mean",

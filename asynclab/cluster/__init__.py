@@ -2,6 +2,10 @@
 
 from ._activity import KINDS as KINDS
 from ._activity import Activity as Activity
+from ._availability import Availability as Availability
+from ._availability import Failures as Failures
+from ._availability import goodput as goodput
+from ._availability import read_availability as read_availability
 from ._distributions import FAMILIES as FAMILIES
 from ._distributions import DistributionFit as DistributionFit
 from ._distributions import fit_distribution as fit_distribution
@@ -51,6 +55,10 @@ from ._trace import Trace as Trace
 from ._trace import slow_workers as slow_workers
 
 __all__ = [
+    "read_availability",
+    "goodput",
+    "Availability",
+    "Failures",
     "Activity",
     "Cluster",
     "LATE",

@@ -16,7 +16,7 @@ import numpy as np
 #: local steps (a group's: until its slowest member ends); ``communicate``: link
 #: transfers (commit up, reply down), a group's all-reduce, and the exchange being served
 #: by the parameter server; ``wait``: queued at the server, or (synchronous rounds)
-#: waiting for the round's slowest worker; ``failed``: down (nothing records it yet).
+#: waiting for the round's slowest worker; ``failed``: down (``Cluster.availability``).
 KINDS = ("compute", "communicate", "wait", "failed")
 COMPUTE, COMMUNICATE, WAIT, FAILED = range(len(KINDS))
 
@@ -98,10 +98,12 @@ class Recorder:
     starts then.
     """
 
-    __slots__ = ("rows",)
+    __slots__ = ("rows", "failed")
 
     def __init__(self, units: int):
         self.rows = [[] for _ in range(units)]
+        #: per unit, its ``(down, up)`` intervals (failures), recorded as ``failed``
+        self.failed = [[] for _ in range(units)]
 
     def activity(self, *, end: float, down: float, tail: float, delays) -> Activity:
         """The intervals up to ``end``: ``down`` seconds of reply before each compute phase
@@ -137,6 +139,13 @@ class Recorder:
                 add(k, COMMUNICATE, granted, end if math.isnan(served) else served)
                 if not (math.isnan(served) or math.isnan(released)):
                     add(k, WAIT, served, released)  # inf: still waiting at the end
+        if any(self.failed):
+            for k, intervals in enumerate(self.failed):
+                for a, b in intervals:
+                    add(k, FAILED, a, b)
+            order = np.lexsort((start, worker))
+            worker, kind, start, stop, delay = ([x[i] for i in order]
+                                                for x in (worker, kind, start, stop, delay))
         return Activity(np.array(worker, np.int32), np.array(kind, np.int8),
                         np.array(start, np.float64), np.array(stop, np.float64),
                         np.array(delay, np.float64), n_workers=len(self.rows))

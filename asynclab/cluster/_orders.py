@@ -91,6 +91,9 @@ def simulate_sync_with_warmup(cluster: Cluster, *, warmup_rounds: int, local_ste
     :func:`simulate_sync`; the second part runs only if the warm-up completed. With
     ``activity`` the two parts' activities are joined in time too.
     """
+    if cluster.availability is not None:
+        raise ConfigError("Cluster.availability: warm-up rounds (post-local SGD) are not "
+                          "simulated with failures")
     warmup, commits = warmup_rounds, rounds
     seeds = np.random.SeedSequence(rng if isinstance(rng, int) else 0).spawn(2)
     first = simulate_sync(cluster, local_steps=1, rng=np.random.default_rng(seeds[0]),

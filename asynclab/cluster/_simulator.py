@@ -46,6 +46,7 @@ import simpy
 from .. import _validate
 from .._errors import ConfigError
 from ._activity import Recorder
+from ._availability import Failures
 from ._rounds import SemiSync, check_semisync, simulate_rounds
 from ._timing import Cluster, as_generator
 from ._trace import RoundTrace, Trace
@@ -294,15 +295,23 @@ def _streams(cluster: Cluster, local_steps: int | tuple[int, ...], rng,
     the server's generator (None unless the service time is random).
 
     Worker k always draws from child k of ``rng.spawn(workers)``, grouped or not; a
-    random server draws from one more child, ``spawn(workers + 1)[workers]``.
+    random server draws from one more child, ``spawn(workers + 1)[workers]``. Under
+    Poisson churn (``cluster.availability``) the failures draw from
+    ``spawn(workers + 2)[workers + 1]``, and the second value is the pair ``(server's
+    generator or None, failures' generator)``.
     ``local_steps`` is one count for every worker, or a tuple of one count per worker.
     """
     if isinstance(local_steps, tuple):
         steps = local_steps
     else:
         steps = (local_steps,) * cluster.workers
-    children = as_generator(rng).spawn(cluster.workers + cluster.random_server)
+    churn = cluster.availability is not None and cluster.availability.random
+    # Poisson churn draws from child n + 1 (child n stays the server's, used or not)
+    children = as_generator(rng).spawn(cluster.workers + (2 if churn else
+                                                           cluster.random_server))
     server_rng = children[cluster.workers] if cluster.random_server else None
+    if churn:
+        server_rng = (server_rng, children[cluster.workers + 1])
     scales = cluster.scales
     transfer = cluster.transfer_time
     m = cluster.group_size
@@ -462,6 +471,92 @@ def _async_worker(env, worker, next_block, down, server, server_time, log, limit
         stop.succeed()
 
 
+def _failing_worker(env, worker, next_block, down, server, server_time, log, limit, horizon,
+                    stop, rows, outages, steps, failed, downtime):
+    """One asynchronous worker that goes down and comes back (:class:`Availability`).
+
+    The same loop as :func:`_async_worker`, with one test per exchange: when the worker's
+    next outage starts before its commit reaches the server, the phase's work is lost (no
+    commit; its ``steps`` gradient evaluations count as lost when the phase had begun).
+    The worker is down until the outage ends (``outages`` yields ``(down_at, up_at)``
+    in time order), then pulls the current centre (the server clock is recorded in the
+    failure's row of ``failed``) and starts a new phase with the reply's ``down`` link
+    time. A commit that has reached the server is applied even if its worker goes down
+    while it queues. ``downtime`` (a list, or None) receives the ``(down, up)``
+    intervals for the activity record. A worker whose outage never ends stops.
+    """
+    timeout = env.timeout
+    queued = server is not None
+    draw = None if isinstance(server_time, float) else server_time
+    nan = math.nan
+    pulled = 0
+    req = None
+    outage = next(outages, None)
+    delays = next_block(0.0)
+    while delays:
+        for delay in delays:
+            start = env.now
+            if outage is not None and outage[0] < start + delay:
+                down_at, up_at = outage
+                cut = max(down_at, start)
+                if rows is not None:
+                    rows.append([start, start + delay, nan, nan, nan, cut])
+                if cut > start:
+                    yield timeout(cut - start)
+                entry = [worker, cut, max(up_at, cut), -1, steps if down_at >= start else 0]
+                failed.append(entry)
+                if downtime is not None:
+                    downtime.append((cut, entry[2]))
+                if math.isinf(up_at):
+                    return
+                if up_at > env.now:
+                    yield timeout(up_at - env.now)
+                entry[3] = pulled = log.clock  # the rejoin pull
+                outage = next(outages, None)
+                continue
+            if rows is not None:
+                row = [start, start + delay, nan, nan, nan]
+                rows.append(row)
+            yield timeout(delay)
+            if queued:
+                req = server.request()
+                if not req.triggered:
+                    yield req
+                if rows is not None:
+                    row[2] = env.now
+                yield timeout(server_time if draw is None else draw())
+            elif rows is not None:
+                row[2] = env.now
+            now = env.now
+            clock = log.clock
+            if clock >= limit or now > horizon:
+                if queued:
+                    server.release(req)
+                if not stop.triggered:
+                    stop.succeed()
+                return
+            log.time.append(now)
+            log.worker.append(worker)
+            log.pulled_clock.append(pulled)
+            if rows is not None:
+                row[3] = now
+            pulled = log.clock = clock + 1
+            if queued:
+                server.release(req)
+        delays = next_block(env.now + down)
+    if not stop.triggered:
+        stop.succeed()
+
+
+def _failures(failed) -> Failures:
+    """The failure rows of a run as a :class:`Failures` table, in the order of ``down``."""
+    failed = sorted(failed, key=lambda e: (e[1], e[0]))
+    cols = list(zip(*failed, strict=True)) if failed else [()] * 5
+    return Failures(worker=np.array(cols[0], np.int32), down=np.array(cols[1], np.float64),
+                    up=np.array(cols[2], np.float64), clock=np.array(cols[3], np.int32),
+                    lost=np.array(cols[4], np.int32))
+
+
 def simulate_async(
     cluster: Cluster,
     *,
@@ -506,6 +601,15 @@ def simulate_async(
     H the trace is the one of ``local_steps=H``, bit for bit; the trace's
     ``local_steps`` is then the tuple.
 
+    Failures (``cluster.availability``, an :class:`Availability`; no groups): a worker
+    whose outage starts before its commit reaches the server loses that phase (no
+    commit; its λ evaluations count as lost if the phase had begun); when the outage
+    ends it pulls the current centre (a read: no queue, no clock tick) and starts a new
+    phase, the reply's link time first. ``trace.failures`` (:class:`Failures`) lists
+    the outages the run reached with the clock at each rejoin pull, which the replay
+    applies as a pull without a commit. A run whose failures all come after its end is
+    the plain run, bit for bit (the failures draw from their own generator).
+
     Args:
       cluster: the cluster's timing model.
       local_steps: local steps (λ, the communication window) per exchange, >= 1; or a
@@ -538,6 +642,12 @@ def simulate_async(
     _check_size(cluster, limit, widest, "commits" if commits is not None else "horizon")
     streams, server_rng = _streams(
         cluster, int(local_steps) if per_worker is None else per_worker, rng)
+    available = cluster.availability
+    if available is not None:
+        server_rng, failure_rng = server_rng if available.random else (server_rng, None)
+        outages = available.intervals(cluster.workers, failure_rng)
+        steps = per_worker or (int(local_steps),) * cluster.workers
+        failed = []
     service = _service(cluster, server_rng)
     down = cluster.transfer_time
     env = simpy.Environment()
@@ -547,10 +657,23 @@ def simulate_async(
     server = None if service == 0.0 else simpy.Resource(env, capacity=1)
     recorder = Recorder(len(streams)) if activity else None
     for k, stream in enumerate(streams):
-        env.process(_async_worker(env, k, stream.next_block, down, server, service,
-                                  log, limit, horizon, stop,
-                                  recorder.rows[k] if activity else None))
-    env.run(until=stop)
+        rows = recorder.rows[k] if activity else None
+        if available is None:
+            env.process(_async_worker(env, k, stream.next_block, down, server, service,
+                                      log, limit, horizon, stop, rows))
+        else:
+            env.process(_failing_worker(env, k, stream.next_block, down, server, service,
+                                        log, limit, horizon, stop, rows, outages[k],
+                                        steps[k], failed,
+                                        recorder.failed[k] if activity else None))
+    if available is None:
+        env.run(until=stop)
+    else:
+        try:
+            env.run(until=stop)
+        except RuntimeError:  # every worker went down for good: the run ends there
+            if stop.triggered:
+                raise
     pulled = np.array(log.pulled_clock, dtype=np.int32)
     trace = Trace(
         time=np.array(log.time, dtype=np.float64),
@@ -560,6 +683,7 @@ def simulate_async(
         n_workers=cluster.groups,
         local_steps=int(local_steps) if per_worker is None else per_worker,
         group_size=cluster.group_size,
+        failures=None if available is None else _failures(failed),
     )
     if not activity:
         return trace
@@ -584,15 +708,43 @@ class _Round:
 
 
 def _sync_worker(env, next_block, down, server, server_time, workers, state, stop,
-                 rows=None):
+                 rows=None, failing=None):
     """A worker of a synchronous cluster: compute, commit, wait for the aggregate, pull.
     ``server_time`` is a float or a callable, and ``rows`` (a list, or None) receives
-    its exchange times, as in :func:`_async_worker`."""
+    its exchange times, as in :func:`_async_worker`.
+
+    ``failing`` (:class:`Availability`): ``(worker, outages, steps, failed, downtime, log)``
+    as for :func:`_failing_worker`. A worker whose outage starts before its commit reaches
+    the server loses that phase, waits until it is back, pulls the centre of the open
+    round (the one it had) and computes the phase again; the round waits for it."""
     timeout = env.timeout
     draw = None if isinstance(server_time, float) else server_time
+    outage = None
+    if failing is not None:
+        worker, outages, steps, failed, downtime, log = failing
+        outage = next(outages, None)
     delays = next_block(0.0)
     while delays:
         for delay in delays:
+            if outage is not None and outage[0] < env.now + delay:
+                start = env.now
+                down_at, up_at = outage
+                cut = max(down_at, start)
+                if rows is not None:
+                    rows.append([start, start + delay, math.nan, math.nan, math.nan, cut])
+                if cut > start:
+                    yield timeout(cut - start)
+                entry = [worker, cut, max(up_at, cut), -1, steps if down_at >= start else 0]
+                failed.append(entry)
+                if downtime is not None:
+                    downtime.append((cut, entry[2]))
+                if math.isinf(up_at):
+                    return  # the round never closes: the run ends when nothing is left
+                if up_at > env.now:
+                    yield timeout(up_at - env.now)
+                entry[3] = len(log.time)  # rounds applied when it pulls again
+                outage = next(outages, None)
+                continue
             if rows is not None:
                 row = [env.now, env.now + delay, math.nan, math.nan, math.inf]
                 rows.append(row)
@@ -693,17 +845,30 @@ def simulate_sync(
         cut short at the close.
       semisync: how a round closes before every worker is in (None: when all are).
 
+    Failures (``cluster.availability``): a round waits for a worker that is down (the
+    stall of a lock-step job). The worker's phase is lost; when it is back it computes
+    the phase again from the centre it had, so the replay is the plain rounds' one and
+    ``trace.failures`` (:class:`~asynclab.cluster.Failures`) records what was lost.
+    Refused with ``semisync``.
+
     Returns:
       A :class:`RoundTrace` (``n_workers`` is the number of workers, not of groups).
     """
     _check_cluster(cluster)
     _check_activity(activity)
     check_semisync(semisync)
+    if cluster.availability is not None and semisync is not None:
+        raise ConfigError("Cluster.availability: semi-synchronous rounds with failures are "
+                          "not simulated; give plain synchronous rounds (a round waits for "
+                          "a worker that is down) or an asynchronous rule")
     if semisync is not None:
         semisync.quorum_of(cluster.workers)  # refused before any work
     limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
     _check_size(cluster, limit, local_steps, "rounds" if rounds is not None else "horizon")
     streams, server_rng = _streams(cluster, int(local_steps), rng, grouped=False)
+    failure_rng = None
+    if cluster.availability is not None and cluster.availability.random:
+        server_rng, failure_rng = server_rng
     service = _service(cluster, server_rng)
     down = cluster.transfer_time
     if semisync is not None:
@@ -715,6 +880,11 @@ def simulate_sync(
     state = [_Round(env)]
     server = None if service == 0.0 else simpy.Resource(env, capacity=1)
     recorder = Recorder(len(streams)) if activity else None
+    available = cluster.availability
+    if available is not None:
+        outages = available.intervals(cluster.workers,
+                                      failure_rng if available.random else None)
+        failed = []
     for k, stream in enumerate(streams):
         env.process(
             _sync_worker(
@@ -727,15 +897,26 @@ def simulate_sync(
                 state,
                 stop,
                 recorder.rows[k] if activity else None,
+                None if available is None else (
+                    k, outages[k], int(local_steps), failed,
+                    recorder.failed[k] if activity else None, log),
             )
         )
     env.process(_sync_server(env, down, log, limit, horizon, state, stop))
-    env.run(until=stop)
+    if available is None:
+        env.run(until=stop)
+    else:
+        try:
+            env.run(until=stop)
+        except RuntimeError:  # a worker went down for good: no round closes again
+            if stop.triggered:
+                raise
     trace = RoundTrace(
         time=np.array(log.time, dtype=np.float64),
         duration=np.array(log.duration, dtype=np.float64),
         n_workers=cluster.workers,
         local_steps=int(local_steps),
+        failures=None if available is None else _failures(failed),
     )
     if not activity:
         return trace

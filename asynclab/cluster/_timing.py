@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _names, _validate
 from .._errors import ConfigError
+from ._availability import Availability
 
 DISTRIBUTIONS: tuple[str, ...] = _names.DISTRIBUTIONS
 """The compute-time distributions :class:`ComputeTime` knows, by name."""
@@ -295,6 +296,9 @@ class Cluster:
         on its own. Fully synchronous rounds are not affected by groups.
       intra_group_time: seconds of a group's internal all-reduce before it commits,
         finite and >= 0 (ignored when ``group_size`` is 1).
+      availability: when workers are down (:class:`Availability`: a schedule, or
+        Poisson churn with ``mtbf``/``mttr``), or None (always up); a cluster without
+        groups. See :func:`simulate_async` and :func:`simulate_sync`.
     """
 
     workers: int
@@ -306,6 +310,7 @@ class Cluster:
     server_time: float | ComputeTime = 0.0
     group_size: int = 1
     intra_group_time: float = 0.0
+    availability: Availability | None = None
 
     def __post_init__(self):
         n = _check_int("Cluster.workers", self.workers, minimum=1)
@@ -368,6 +373,14 @@ class Cluster:
             "intra_group_time",
             _check_real("Cluster.intra_group_time", self.intra_group_time),
         )
+        if self.availability is not None:
+            if not isinstance(self.availability, Availability):
+                raise ConfigError("Cluster.availability must be an Availability or None, "
+                                  f"got {self.availability!r}")
+            self.availability.check_workers(n)
+            if m > 1:
+                raise ConfigError("Cluster.availability needs a cluster without groups "
+                                  f"(group_size 1), got group_size={m}")
 
     @property
     def groups(self) -> int:

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._activity import Activity
+from ._availability import Failures
 
 
 class Trace(NamedTuple):
@@ -33,6 +34,10 @@ class Trace(NamedTuple):
       activity: what every worker (group) did when, an :class:`Activity`, when the
         simulator was asked to record it (``simulate_async(..., activity=True)``); None
         otherwise. Nothing in the replay reads it.
+      failures: the failures the run reached (:class:`~asynclab.cluster.Failures`:
+        who went down when, the server clock at its rejoin pull, the evaluations lost),
+        for a cluster with :attr:`~asynclab.cluster.Cluster.availability`; None
+        otherwise. The replay makes each rejoin a pull of the centre without a commit.
     """
 
     time: np.ndarray
@@ -42,6 +47,7 @@ class Trace(NamedTuple):
     n_workers: int
     local_steps: int | tuple[int, ...]
     group_size: int = 1
+    failures: Failures | None = None
     activity: Activity | None = None
 
     @property
@@ -69,6 +75,10 @@ class RoundTrace(NamedTuple):
         counted in a later round; only the workers that counted pulled). None otherwise.
       activity: what every worker did when, an :class:`Activity`
         (``simulate_sync(..., activity=True)``); None otherwise.
+      failures: the failures the run reached (:class:`~asynclab.cluster.Failures`), for
+        a cluster with :attr:`~asynclab.cluster.Cluster.availability`; None otherwise.
+        A round waits for a worker that is down; the worker redoes its lost phase from
+        the centre it had, so the replay is that of the plain rounds.
     """
 
     time: np.ndarray
@@ -77,6 +87,7 @@ class RoundTrace(NamedTuple):
     local_steps: int
     counted: np.ndarray | None = None
     late: str | None = None
+    failures: Failures | None = None
     activity: Activity | None = None
 
     @property

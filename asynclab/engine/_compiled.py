@@ -18,7 +18,13 @@ from ..rules import RULES, Rule
 from ._core import (
     seed_keys,
 )
-from ._events import _initial_carry, asynchronous_event, chunk_runner, synchronous_event
+from ._events import (
+    _initial_carry,
+    asynchronous_event,
+    chunk_runner,
+    rejoining_event,
+    synchronous_event,
+)
 from ._layout import _over_runs, replay_devices
 
 #: the compiled initial states and chunk replays (studies may replay several
@@ -136,7 +142,7 @@ def event_unroll(unroll=None) -> int:
 
 
 def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1,
-                    devices=None, stepwise=False, padded=False, late=None):
+                    devices=None, stepwise=False, padded=False, late=None, rejoins=False):
     """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
     traced hyperparameters reuse the compilation.
 
@@ -146,15 +152,17 @@ def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unrol
     The traced hyperparameters are the function's last argument, one value per batch
     element. ``stepwise`` and ``padded``: see :func:`~asynclab.engine._events.
     synchronous_event` (a padded replay's values hold each run's worker count under
-    :data:`WORKERS`), and so is ``late`` (semi-synchronous rounds).
+    :data:`WORKERS`), and so is ``late`` (semi-synchronous rounds). ``rejoins``: the
+    events carry rejoin pulls (:func:`~asynclab.engine._events.rejoining_event`).
     """
     devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
     traced = traced_noise(problem, noise)
     key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
-           n_workers, shared, unroll, stepwise, padded, late, devices)  # devices last
+           n_workers, shared, unroll, stepwise, padded, late, rejoins,
+           devices)  # devices last
     return _COMPILED.get(key, lambda: _build_chunk(rule, problem, noise, traced, record_paths,
                                                    n_workers, shared, unroll, devices,
-                                                   stepwise, padded, late),
+                                                   stepwise, padded, late, rejoins),
                          keep=(rule, problem))
 
 
@@ -165,10 +173,11 @@ def traced_noise(problem, noise) -> bool:
 
 
 def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, unroll,
-                 devices, stepwise=False, padded=False, late=None):
+                 devices, stepwise=False, padded=False, late=None, rejoins=False):
     fixed = None if traced else stochastic_gradient(problem, noise)
 
-    def event(carry, worker_keys, worker_id, active, index, values):
+    def event(carry, worker_keys, worker_id, active, index, *rest):
+        *rejoin, values = rest
         values, count = _pop_workers(values, padded)
         std = values.pop(NOISE_STD, None)
         gradient = stochastic_gradient(problem, std=std) if traced else fixed
@@ -176,10 +185,14 @@ def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, 
         if built.synchronous:
             one = synchronous_event(built, gradient, n_workers, stepwise, padded, late)
             return one(carry, worker_keys, worker_id, active, index, count)
+        if rejoins:
+            one = rejoining_event(built, gradient)
+            return one(carry, worker_keys, worker_id, active, index, *rejoin)
         one = asynchronous_event(built, gradient)
         return one(carry, worker_keys, worker_id, active, index)
 
-    runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll, shared)
+    runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll, shared,
+                          4 if rejoins else 3)
 
     def chunk(carry, worker_keys, events, values):
         TRACE_COUNT["chunk"] += 1

@@ -153,6 +153,39 @@ def asynchronous_event(rule, gradient):
     return event
 
 
+def rejoining_event(rule, gradient):
+    """One commit, then the rejoin pulls that follow it (a trace with failures).
+
+    The event's ``rejoin`` holds ``K`` worker ids (-1 for none): the workers that come
+    back up after this commit, before the next. Each starts again as a worker starts a
+    run, from the current centre (``rule.init_worker``: its parameters and pulled
+    centre the centre, its pulled clock the clock, a fresh inner optimizer), keeping
+    its count of local steps; the server does not change. A branch per slot (a select
+    when each run has its own schedule), so this is a program of its own: the plain path
+    (:func:`asynchronous_event`) has none.
+    """
+    commit = _commit(rule, gradient)
+
+    def event(carry: Carry, worker_keys, worker_id, active, index, rejoin):
+        carry, stop, params, _ = commit(carry, worker_keys, worker_id, active, index)
+        server = carry.server
+
+        def pull(workers, k):
+            fresh = rule.init_worker(server.center, server)
+            return put_row(workers, k, fresh._replace(steps=row(workers, k).steps))
+
+        workers = carry.workers
+        for j in range(rejoin.shape[-1]):
+            w = rejoin[j]
+            # one schedule for the batch: w is not batched and this is a real branch,
+            # taken only at a rejoin; one schedule per run: a select
+            workers = jax.lax.cond(w >= 0, pull, lambda ws, k: ws, workers,
+                                   jnp.maximum(w, 0))
+        return carry._replace(workers=workers), stop, params
+
+    return event
+
+
 def counted_of(mask, worker_id):
     """Whether worker ``worker_id`` counted in a semi-synchronous round whose event holds
     ``mask``, bit k for worker k (:func:`~asynclab.engine._core.round_masks`)."""
@@ -252,7 +285,7 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
 
 
 def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1,
-                 shared: bool = True):
+                 shared: bool = True, arrays: int = 3):
     """A function replaying ``(blocks, k)`` events of a batch of runs and recording after
     every block: the central loss, with ``evaluate`` the centre's metrics (a dict), with
     ``record_paths`` the centre and the workers' local parameters.
@@ -261,16 +294,18 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     run; the loop over events runs outside its ``vmap`` over the batch, so that the
     divergence guard's select happens only where a run stops (:func:`_keep_centers`).
     ``shared``: one event sequence for the batch (else one per batch element, ``(B,
-    blocks, k)``). ``unroll``: events per iteration of the compiled loop
-    (``lax.scan(unroll=...)``; the same arithmetic per event).
+    blocks, k)``). ``arrays``: event arrays per event (3: worker, active, index; 4 with
+    the rejoins of a trace with failures, :func:`rejoining_event`). ``unroll``: events
+    per iteration of the compiled loop (``lax.scan(unroll=...)``; the same arithmetic
+    per event).
     """
     axis = None if shared else 0
-    per_run = jax.vmap(event, in_axes=(0, 0, axis, axis, axis, 0))
+    per_run = jax.vmap(event, in_axes=(0, 0) + (axis,) * arrays + (0,))
     record = jax.vmap(lambda c, d, i: recorded_loss(loss, c, d, i), in_axes=(0, 0, axis))
 
     def chunk(carry: Carry, worker_keys, events, values):
-        if not shared:  # (B, blocks, k) -> (blocks, k, B): the loops slice leading axes
-            events = tuple(jnp.moveaxis(a, 0, -1) for a in events)
+        if not shared:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
+            events = tuple(jnp.moveaxis(a, 0, 2) for a in events)
 
         def block(carry, block_events):
             def step(carry, e):

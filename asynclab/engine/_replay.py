@@ -22,7 +22,7 @@ import numpy as np
 from .. import _validate
 from .._errors import ConfigError
 from .._progress import note, progress_bar
-from ..cluster import RoundTrace, Trace
+from ..cluster import RoundTrace, Trace, goodput
 from ..problems import Problem
 from ..rules import Rule
 from ._compiled import (
@@ -113,6 +113,11 @@ class _Plan(NamedTuple):
     pad_workers: int | None = None
     #: semi-synchronous rounds: what became of late work ("discard", "stale"), else None
     late: str | None = None
+    #: the events carry rejoin pulls (traces with failures): a fourth event array
+    rejoins: bool = False
+    #: ``(Tr, 2)`` each trace's goodput: fraction, per device-second
+    #: (:func:`asynclab.cluster.goodput`)
+    goodput: np.ndarray | None = None
 
     @property
     def axis_workers(self) -> int:
@@ -202,9 +207,40 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths,
         ev_active[:, :n_events] = staleness >= 0
     ev_index = np.broadcast_to(np.arange(padded, dtype=np.int32), (len(traces), padded))
     events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
+    rejoin = None if rule.synchronous else rejoin_slots(traces, padded)
+    if rejoin is not None:
+        events += (rejoin.reshape(shape + rejoin.shape[-1:]),)
     return _Plan(time, worker, staleness, n_workers, n_events, record_every, bool(record_paths),
                  n_blocks, blocks_per_chunk, n_chunks, events, lam if stepwise else 0,
-                 pad_workers, late)
+                 pad_workers, late, rejoin is not None,
+                 np.array([goodput(t) for t in traces], np.float64).reshape(-1, 2))
+
+
+def rejoin_slots(traces, padded: int) -> np.ndarray | None:
+    """The rejoin pulls of traces with failures, as event slots: int32 ``(Tr, padded,
+    K)``, entry ``[i, t, j]`` a worker that pulls the centre right after commit ``t`` of
+    trace i (-1: none), K the most rejoins between two commits; None when no trace has
+    a rejoin that the replay needs (one at clock 0 is the worker's initial state, one
+    after the last commit has no commit to change)."""
+    per_trace = []
+    for t in traces:
+        f = t.failures
+        if f is None:
+            per_trace.append(([], []))
+            continue
+        keep = (f.clock >= 1) & (f.clock < t.n_events)
+        per_trace.append((f.clock[keep] - 1, f.worker[keep]))
+    slots = max((np.bincount(e).max() if len(e) else 0) for e, _ in per_trace)
+    if not slots:
+        return None
+    out = np.full((len(traces), padded, slots), -1, np.int32)
+    for i, (events, workers) in enumerate(per_trace):
+        order = np.argsort(events, kind="stable")
+        events, workers = np.asarray(events)[order], np.asarray(workers)[order]
+        # the j-th rejoin after the same commit takes slot j
+        first = np.searchsorted(events, events)
+        out[i, events, np.arange(events.shape[0]) - first] = workers
+    return out
 
 
 class _Replayed(NamedTuple):
@@ -287,7 +323,7 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         rule = stepwise_rule(rule)
     run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, axis,
                                 shared, event_unroll(unroll), devices, bool(plan.stepwise),
-                                padded, plan.late)
+                                padded, plan.late, plan.rejoins)
     if padded:
         values = {**values, WORKERS: np.full(batch, n_workers, np.float32)}
     values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
@@ -389,6 +425,8 @@ def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
         worker_path=out.worker_path,
         metrics=out.metrics,
         center_share=out.center_share,
+        goodput=None if plan.goodput is None else plan.goodput[:, 0],
+        goodput_per_device_second=None if plan.goodput is None else plan.goodput[:, 1],
     )
 
 

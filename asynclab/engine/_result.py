@@ -15,7 +15,8 @@ from .._errors import ConfigError
 from . import _metrics
 
 _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "final_params",
-           "diverged_at", "center_path", "worker_path", "center_share")
+           "diverged_at", "center_path", "worker_path", "center_share", "goodput",
+           "goodput_per_device_second")
 _REQUIRED = _ARRAYS[:8]
 
 
@@ -57,6 +58,12 @@ class Result:
         semi-synchronous one to the workers that counted in it, equally. Each row sums
         to 1; NaN for a run whose centre never moved. None for a result made without it
         (the threads backend, archives older than it).
+      goodput: ``(Tr,)`` useful gradient evaluations over all those started, per trace
+        (:func:`asynclab.cluster.goodput`: work lost to failures and discarded
+        semi-synchronous work are not useful); 1.0 without either. None for a result
+        made without it (the device executors, archives older than it).
+      goodput_per_device_second: ``(Tr,)`` useful gradient evaluations per device-second
+        (workers × simulated duration), per trace; None as ``goodput``.
 
     The records' axes: :attr:`record_events` (events done at each record) and
     :attr:`record_time` (simulated seconds at each record, ``(Tr, R)``); ``loss[s, r]``
@@ -77,6 +84,8 @@ class Result:
     worker_path: np.ndarray | None = None
     metrics: dict[str, np.ndarray] | None = None
     center_share: np.ndarray | None = None
+    goodput: np.ndarray | None = None
+    goodput_per_device_second: np.ndarray | None = None
 
     def __repr__(self) -> str:
         """One line: what ran, how long, and how it ended (arrays are not printed)."""
@@ -378,6 +387,9 @@ def _check_layout(archive, config: dict) -> None:
                 or kinds["center_share"] != "f":
             raise bad(f"center_share has shape {shape}, expected {per_seed} + (workers,) "
                       "of floats")
+    for name in ("goodput", "goodput_per_device_second"):
+        if name in shapes:
+            want(name, events[:1], "f", "one per trace")
     known = set(_ARRAYS) | {"config_json", _archive.FORMAT_MEMBER}
     extra = [name for name in shapes if name not in known and "/" not in name]
     if extra:
@@ -408,6 +420,8 @@ def _check_values(archive, fields: dict, config: dict) -> None:
     within("staleness", -1, max(events, 1))
     if "center_share" in fields:
         within("center_share", 0, 1)
+    if "goodput" in fields:
+        within("goodput", 0, 1)
     if not np.all(np.diff(fields["record_events"]) > 0):
         raise archive.error("inconsistent: record_events is not strictly increasing")
 

@@ -135,6 +135,13 @@ def _semisync_title(config) -> str:
             rf"$d$ = {config.dim}, condition {config.condition:g}, $\eta$ = "
             rf"{config.learning_rate:g}, $\sigma^2$ = {config.noise:g}, exponential step "
             f"times (mean 1 s), {config.horizon:g} s per run, {config.seeds} seeds")
+def _failures_title(config) -> str:
+    return (rf"Failures: {config.workers} workers, Poisson churn (MTTR {config.mttr:g} s), "
+            rf"quadratic $d$ = {config.dim}, condition {config.condition:g}, "
+            rf"$\sigma^2$ = {config.noise:g}, exponential step times (mean 1 s), "
+            f"{config.horizon:g} s per run, {config.seeds} seeds")
+
+
 def _async_diloco_title(config) -> str:
     times = ", ".join(f"{t:g}" for t in config.step_times)
     return (f"Asynchronous DiLoCo: {len(config.step_times)} workers at {times} s per step, "
@@ -192,6 +199,10 @@ _ALL = [
     Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
            "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
            "movers", "movers:plot_movers", _movers_title),
+    Figure("failures", "Goodput, useful work per device-second and time to target against "
+           "the failure rate for synchronous SGD, DOWNPOUR, ADAG, DiLoCo and asynchronous "
+           "DiLoCo.",
+           "failures", "failures:plot_failures", _failures_title, pass_config=True),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.

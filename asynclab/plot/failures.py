@@ -1,0 +1,74 @@
+"""Drawing the failures study: goodput, useful work per device-second and time to target
+against the workers' mean time between failures, one line per rule."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ._common import finish  # noqa: E402
+from ._style import OKABE_ITO, legend_below, plain_log_ticks, styled  # noqa: E402
+
+COLORS = {"synchronous SGD": OKABE_ITO["blue"], "DOWNPOUR": OKABE_ITO["black"],
+          "ADAG": OKABE_ITO["purple"], "DiLoCo": OKABE_ITO["green"],
+          "async DiLoCo": OKABE_ITO["vermillion"]}
+DASHES = {"synchronous SGD": "-", "DOWNPOUR": "--", "ADAG": ":", "DiLoCo": "-",
+          "async DiLoCo": "--"}
+MARKERS = {"synchronous SGD": "s", "DOWNPOUR": "o", "ADAG": "D", "DiLoCo": "^",
+           "async DiLoCo": "v"}
+
+
+def _mtbf_axis(ax, mtbf):
+    """Categorical x: the MTBF values, no failures (∞) first."""
+    ax.set_xticks(range(len(mtbf)))
+    ax.set_xticklabels(["none" if np.isinf(m) else f"{m:g}" for m in mtbf])
+    ax.set_xlabel("mean time between failures per worker (s)")
+
+
+def _lines(ax, data, values, labels, band=None):
+    x = np.arange(len(data["mtbf"]))
+    for r, rule in enumerate(data["rules"]):
+        rule = str(rule)
+        ax.plot(x + 0.04 * (r - 2), values[r], marker=MARKERS[rule], ls=DASHES[rule],
+                color=COLORS[rule], label=labels[r])
+        if band is not None:
+            low, high = band[r]
+            ax.fill_between(x + 0.04 * (r - 2), low, high, color=COLORS[rule], alpha=0.12,
+                            lw=0)
+
+
+@styled
+def plot_failures(data: dict, path=None, title: str | None = None, config: dict | None = None):
+    """Left: goodput (useful over all gradient evaluations started); middle: useful
+    evaluations per device-second; right: simulated seconds to the target loss (median,
+    quartiles), each against the MTBF. One line per rule."""
+    config = config or {}
+    labels = [str(rule) for rule in data["rules"]]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
+    _lines(axes[0], data, np.mean(data["goodput"], axis=-1), labels)
+    axes[0].set_ylabel("goodput: useful / all gradient evaluations (mean)")
+    axes[0].set_title("a crash loses the phase in flight: long phases lose more",
+                      fontsize=10)
+    _lines(axes[1], data, np.mean(data["goodput_per_device_second"], axis=-1), labels)
+    axes[1].set_ylabel("useful gradient evaluations per device-second (mean)")
+    axes[1].set_title("synchronous rounds stall while a worker is down", fontsize=10)
+    seconds = data["seconds_to_target"]
+    with np.errstate(invalid="ignore"):  # ∞: a seed that never reached the target
+        median = np.median(seconds, axis=-1)
+        low, high = np.percentile(seconds, [25, 75], axis=-1)
+    shown = np.where(np.isfinite(median), median, np.nan)
+    band = np.stack([np.where(np.isfinite(low), low, np.nan),
+                     np.where(np.isfinite(high), high, np.nan)], axis=1)
+    _lines(axes[2], data, shown, labels, band)
+    axes[2].set_yscale("log")
+    plain_log_ticks(axes[2], "y")
+    target = config.get("target", 0.2)
+    axes[2].set_ylabel(f"simulated seconds to loss {target:g} (median, quartiles)")
+    axes[2].set_title("asynchronous rules barely slow down", fontsize=10)
+    for ax in axes:
+        _mtbf_axis(ax, data["mtbf"])
+    legend_below(axes[1], ncol=5, gap=0.14)
+    return finish(fig, path, title)
