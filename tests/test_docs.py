@@ -48,6 +48,9 @@ SLOW = {
                "timelines drawn and exported (about 15 s more)",
     "peers.md": "the peer's workload replayed for 20 commits with a 582 k-parameter CNN "
                 "(about 30 s, most of it compiling)",
+    "rules.md": "every rule's example, semi-synchronous rounds, asynchronous DiLoCo and "
+                "who moved the centre from Python and the command line (18 s, measured "
+                "here)",
 }
 
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
