@@ -691,3 +691,33 @@ def test_command_line_runs_quorum_rounds_with_churn(capsys):
     assert out["events"] == 40 and 0.0 < out["goodput"][0] < 1.0
     assert main([*base, "--late", "stale"]) == 2
     assert "late='discard'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("semisync", [
+    SemiSync(quorum=3), SemiSync(quorum=4, deadline=1.5),
+    SemiSync(quorum=4, deadline="adaptive", deadline_spread=1.0),
+    SemiSync(window=0.8, min_count=2, deadline=1.5),
+], ids=repr)
+def test_churn_activity_tiles_and_nobody_counts_while_down(semisync):
+    """Poisson churn: every worker's intervals (failed ones included) still tile its time,
+    the activity does not change the trace, no worker counts in a round that closes
+    while it is down, and every lost phase is λ evaluations."""
+    cluster = Cluster(5, EXPONENTIAL, server_time=0.1, network=Link(latency=0.05),
+                      availability=Availability(mtbf=6.0, mttr=2.0))
+    trace = simulate_sync(cluster, local_steps=2, rounds=80, rng=4, semisync=semisync,
+                          activity=True)
+    plain = simulate_sync(cluster, local_steps=2, rounds=80, rng=4, semisync=semisync)
+    for field in ("time", "duration", "counted"):
+        np.testing.assert_array_equal(getattr(trace, field), getattr(plain, field))
+    f = trace.failures
+    assert f.n_failures > 5 and set(f.lost.tolist()) <= {0, 2} and f.lost.sum() > 0
+    down = (f.down[None, :] < trace.time[:, None]) & (trace.time[:, None] < f.up[None, :])
+    assert down.any()
+    for r, k in zip(*np.nonzero(down), strict=True):
+        assert not trace.counted[r, f.worker[k]]
+    act = trace.activity
+    np.testing.assert_allclose(act.seconds().sum(axis=1), trace.time[-1], rtol=1e-12)
+    for k in range(5):
+        start, end = act.start[act.worker == k], act.end[act.worker == k]
+        assert np.all(start[1:] >= end[:-1] - 1e-12)
+    assert (act.kind == KINDS.index("failed")).any()
