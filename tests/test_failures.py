@@ -312,8 +312,8 @@ def test_availability_refusals_on_the_cluster_and_the_simulators():
     with pytest.raises(ConfigError, match="without groups"):
         Cluster(4, group_size=2, availability=Availability(mtbf=1.0, mttr=1.0))
     failing = Cluster(4, availability=Availability(mtbf=1.0, mttr=1.0))
-    with pytest.raises(ConfigError, match="semi-synchronous rounds with failures"):
-        simulate_sync(failing, rounds=5, semisync=SemiSync(quorum=3))
+    with pytest.raises(ConfigError, match="semi-synchronous rounds with failures need"):
+        simulate_sync(failing, rounds=5, semisync=SemiSync(quorum=3, late="stale"))
     with pytest.raises(ConfigError, match="warm-up rounds"):
         run("quadratic", "post_local_sgd", cluster=failing, commits=5, warmup_rounds=2)
 

@@ -17,7 +17,17 @@ from oracles import beale_gradient
 
 import asynclab
 from asynclab import ConfigError
-from asynclab.cluster import Cluster, ComputeTime, Link, RoundTrace, SemiSync, simulate_sync
+from asynclab.cluster import (
+    KINDS,
+    Availability,
+    Cluster,
+    ComputeTime,
+    Link,
+    RoundTrace,
+    SemiSync,
+    goodput,
+    simulate_sync,
+)
 from asynclab.engine import initial_state, replay, seed_keys
 from asynclab.problems import beale
 from asynclab.rules import make_rule
@@ -556,3 +566,158 @@ def test_device_executor_runs_masked_rounds_like_the_replay(n_devices):
     failures = [c for c in report["cases"] if not c["ok"]]
     assert not failures, failures
     assert all(c["partial_rounds"] > 0 for c in report["cases"])
+
+
+# ------------------------------------------------------------------- failures (discard mode)
+
+
+@pytest.mark.parametrize("semisync", [SemiSync(quorum=3), SemiSync(window=1.5, deadline=3.0),
+                                      SemiSync(quorum=4, deadline="adaptive",
+                                               deadline_spread=0.5)])
+def test_failures_after_the_run_are_the_plain_semisync_trace_bit_for_bit(semisync):
+    """Churn whose first failure comes long after the run, and a schedule whose only
+    outage does too: the same rounds, counted masks, durations and activity."""
+    for server_time in (0.0, ComputeTime("exponential", mean=0.1)):
+        plain = Cluster(4, EXPONENTIAL, server_time=server_time)
+        a = simulate_sync(plain, local_steps=2, rounds=60, rng=3, semisync=semisync,
+                          activity=True)
+        for available in (Availability(mtbf=1e12, mttr=1.0),
+                          Availability(schedule=[(1, 1e9, 2e9)])):
+            failing = Cluster(4, EXPONENTIAL, server_time=server_time,
+                              availability=available)
+            b = simulate_sync(failing, local_steps=2, rounds=60, rng=3, semisync=semisync,
+                              activity=True)
+            for field in ("time", "duration", "counted"):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+            for field in ("worker", "kind", "start", "end", "delay"):
+                np.testing.assert_array_equal(getattr(a.activity, field),
+                                              getattr(b.activity, field))
+            assert b.failures.n_failures == 0
+
+
+def test_a_downed_worker_misses_rounds_and_rejoins_by_hand():
+    """Steps of 1, 1, 1, 2.5 s, quorum 3, worker 0 down from 1.5 to 4.2 s.
+
+    Round 1 closes at 1 with {0, 1, 2} (worker 3 cancelled). Worker 0 loses the phase it
+    began at 1 (one evaluation); round 2 must wait for worker 3 (1 + 2.5): closes at 3.5
+    with {1, 2, 3}. Worker 0 is back at 4.2 (2 rounds applied), starts a phase for round
+    3 and arrives at 5.2, the third after workers 1, 2 (4.5): round 3 closes at 5.2 with
+    {0, 1, 2}, and from then on every second. Evaluations started: 4 a round (worker 0's
+    lost phase in round 2, none while it is down at 3.5), 24 in all, 18 useful."""
+    cluster = Cluster(4, ComputeTime("constant", mean=1.0), time_scale=(1.0, 1.0, 1.0, 2.5),
+                      availability=_availability([(0, 1.5, 4.2)]))
+    trace = simulate_sync(cluster, rounds=6, semisync=SemiSync(quorum=3), activity=True)
+    np.testing.assert_allclose(trace.time, [1.0, 3.5, 5.2, 6.2, 7.2, 8.2], rtol=1e-12)
+    want = np.array([[1, 1, 1, 0], [0, 1, 1, 1]] + [[1, 1, 1, 0]] * 4, bool)
+    np.testing.assert_array_equal(trace.counted, want)
+    f = trace.failures
+    assert (f.worker.tolist(), f.down.tolist(), f.up.tolist(), f.clock.tolist(),
+            f.lost.tolist()) == ([0], [1.5], [4.2], [2], [1])
+    fraction, rate = goodput(trace)
+    assert fraction == pytest.approx(18 / 24) and rate == pytest.approx(18 / (4 * 8.2))
+    act = trace.activity
+    failed = act.kind == KINDS.index("failed")
+    assert list(zip(act.worker[failed].tolist(), act.start[failed].tolist(),
+                    act.end[failed].tolist(), strict=True)) == [(0, 1.5, 4.2)]
+    # worker 0 computes 1 → 1.5 then nothing until 4.2
+    busy = (act.worker == 0) & ~failed & (act.start < 4.2) & (act.end > 1.5)
+    assert not busy.any()
+
+
+def _availability(schedule):
+    """An outage schedule of ``(worker, down_at, up_at)`` rows."""
+    return Availability(schedule=schedule)
+
+
+def test_a_quorum_survives_a_worker_down_for_good_where_plain_rounds_stall():
+    """Steps of 1, 1.1, 1.2, 1.3 s; worker 0 down from 2.5 s for good. Quorum 3: rounds
+    at 1.2 and 2.4 with {0, 1, 2}; then worker 0 loses its phase and every round takes
+    {1, 2, 3}, 1.3 s each. Plain synchronous rounds stall after round 2."""
+    cluster = Cluster(4, ComputeTime("constant", mean=1.0),
+                      time_scale=(1.0, 1.1, 1.2, 1.3),
+                      availability=_availability([(0, 2.5, math.inf)]))
+    trace = simulate_sync(cluster, rounds=12, semisync=SemiSync(quorum=3))
+    want = np.concatenate([[1.2, 2.4], 2.4 + 1.3 * np.arange(1, 11)])
+    np.testing.assert_allclose(trace.time, want, rtol=1e-12)
+    assert trace.counted[:2, :3].all() and not trace.counted[:2, 3].any()
+    assert trace.counted[2:, 1:].all() and not trace.counted[2:, 0].any()
+    assert trace.failures.lost.tolist() == [1] and trace.failures.up.tolist() == [math.inf]
+    assert simulate_sync(cluster, rounds=12).n_events == 2
+    # a quorum of 4 stalls too; a deadline of 2 s closes the rounds with the other three
+    assert simulate_sync(cluster, rounds=12, semisync=SemiSync(quorum=4)).n_events == 2
+    cut = simulate_sync(cluster, rounds=12, semisync=SemiSync(quorum=4, deadline=2.0))
+    assert cut.n_events == 12 and cut.counted[3:].sum(axis=1).tolist() == [3] * 9
+
+
+def test_replay_of_a_trace_with_failures_is_the_masked_replay():
+    """Discard mode needs no replay change: the centres follow the numpy transcription of
+    the counted mask, and the same mask without the failures table replays bit for bit."""
+    cluster = Cluster(4, EXPONENTIAL, availability=_availability(
+        [(0, 0.2, 3.0), (2, 4.0, 9.0), (3, 5.0, math.inf)]))
+    n, lam, lr = 4, 2, 1e-4
+    trace = simulate_sync(cluster, local_steps=lam, rounds=10, rng=1,
+                          semisync=SemiSync(quorum=2))
+    assert trace.failures.n_failures == 3 and not trace.counted[0, 0]
+    problem = beale()
+    rule = make_rule("model_averaging", learning_rate=lr, local_steps=lam)
+    result = replay(rule, problem, trace, seeds=3, init="random_per_worker", record_every=1)
+    _, workers = initial_state(rule, problem, seed_keys(3, n)[0], n, "random_per_worker")
+    want = _masked_rounds(np.asarray(workers.params, np.float64), trace.counted, "discard",
+                          lr, lam)
+    np.testing.assert_allclose(np.asarray(result.final_params)[0], want, rtol=2e-5)
+    sgd = make_rule("model_averaging", learning_rate=1e-3, local_steps=lam)
+    a = replay(sgd, problem, trace, seeds=[0, 1], noise=1.0, record_every=1,
+               record_paths=True)
+    b = replay(sgd, problem, trace._replace(failures=None), seeds=[0, 1], noise=1.0,
+               record_every=1, record_paths=True)
+    np.testing.assert_array_equal(a.center_path, b.center_path)
+    # the failures table changes only the goodput: a worker down at a close did no work
+    assert a.goodput[0] == pytest.approx(goodput(trace)[0]) and a.goodput[0] != b.goodput[0]
+
+
+def test_stale_rounds_with_failures_are_refused():
+    cluster = Cluster(4, EXPONENTIAL, availability=_availability([(0, 1.0, 2.0)]))
+    with pytest.raises(ConfigError, match="late='discard'.*cannot carry"):
+        simulate_sync(cluster, rounds=5, semisync=SemiSync(quorum=3, late="stale"))
+
+
+def test_command_line_runs_quorum_rounds_with_churn(capsys):
+    from asynclab.cli import main
+
+    base = ["run", "--rule", "synchronous_sgd", "--workers", "4", "--quorum", "3",
+            "--mtbf", "20", "--mttr", "5", "--commits", "40", "--json"]
+    assert main(base) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["events"] == 40 and 0.0 < out["goodput"][0] < 1.0
+    assert main([*base, "--late", "stale"]) == 2
+    assert "late='discard'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("semisync", [
+    SemiSync(quorum=3), SemiSync(quorum=4, deadline=1.5),
+    SemiSync(quorum=4, deadline="adaptive", deadline_spread=1.0),
+    SemiSync(window=0.8, min_count=2, deadline=1.5),
+], ids=repr)
+def test_churn_activity_tiles_and_nobody_counts_while_down(semisync):
+    """Poisson churn: every worker's intervals (failed ones included) still tile its time,
+    the activity does not change the trace, no worker counts in a round that closes
+    while it is down, and every lost phase is λ evaluations."""
+    cluster = Cluster(5, EXPONENTIAL, server_time=0.1, network=Link(latency=0.05),
+                      availability=Availability(mtbf=6.0, mttr=2.0))
+    trace = simulate_sync(cluster, local_steps=2, rounds=80, rng=4, semisync=semisync,
+                          activity=True)
+    plain = simulate_sync(cluster, local_steps=2, rounds=80, rng=4, semisync=semisync)
+    for field in ("time", "duration", "counted"):
+        np.testing.assert_array_equal(getattr(trace, field), getattr(plain, field))
+    f = trace.failures
+    assert f.n_failures > 5 and set(f.lost.tolist()) <= {0, 2} and f.lost.sum() > 0
+    down = (f.down[None, :] < trace.time[:, None]) & (trace.time[:, None] < f.up[None, :])
+    assert down.any()
+    for r, k in zip(*np.nonzero(down), strict=True):
+        assert not trace.counted[r, f.worker[k]]
+    act = trace.activity
+    np.testing.assert_allclose(act.seconds().sum(axis=1), trace.time[-1], rtol=1e-12)
+    for k in range(5):
+        start, end = act.start[act.worker == k], act.end[act.worker == k]
+        assert np.all(start[1:] >= end[:-1] - 1e-12)
+    assert (act.kind == KINDS.index("failed")).any()

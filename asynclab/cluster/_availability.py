@@ -195,7 +195,8 @@ def goodput(trace) -> tuple[float, float]:
     (``trace.failures.lost``, a synchronous worker's lost phase included: it computes
     the phase again) and, for semi-synchronous rounds with ``late="discard"``,
     the cancelled work of the workers that did not count (every worker starts ``λ``
-    steps every round). Work still in flight when the run ends is in neither. 1.0 for a
+    steps every round, but for a worker down at the round's close: down < close < up).
+    Work still in flight when the run ends is in neither. 1.0 for a
     run without failures and without discarded work; NaN for an empty trace.
 
     ``per device-second`` is the useful evaluations over ``devices × duration``: the
@@ -226,6 +227,12 @@ def goodput(trace) -> tuple[float, float]:
             total = float(rounds * trace.n_workers * lam) if trace.late == "discard" \
                 else useful
         failures = getattr(trace, "failures", None)
+        if failures is not None and trace.counted is not None and trace.late == "discard":
+            # a worker down at a round's close started no phase for it
+            times = np.asarray(trace.time, np.float64)[:, None]
+            down = ((np.asarray(failures.down)[None, :] < times)
+                    & (times < np.asarray(failures.up)[None, :]))
+            total -= float(down.sum()) * lam
         if failures is not None:
             total += float(np.asarray(failures.lost).sum())
         devices = trace.n_workers

@@ -356,13 +356,98 @@ def _semisync_worker(env, worker, next_block, down, server, server_time, rounds:
         rounds.stop.succeed()
 
 
+def _failing_semisync_worker(env, worker, next_block, down, server, server_time,
+                             rounds: _Rounds, rows, outages, steps, failed, downtime):
+    """A discard-mode worker of semi-synchronous rounds that goes down and comes back.
+
+    The loop of :func:`_semisync_worker` (``late="discard"``) with the outage test of
+    :func:`~asynclab.cluster._simulator._failing_worker`: when the worker's next outage
+    (``outages`` yields ``(down_at, up_at)`` in time order) starts before its commit
+    reaches the server, and its round has not closed first, the phase's work is lost (no
+    commit; its ``steps`` gradient evaluations count as lost when the phase had begun, in
+    ``failed``, whose row's clock is the rounds applied when it is back). While down it
+    counts in no round; when it is back it pulls the current centre and starts a new phase
+    for the round then open (the reply's ``down`` link time first). A commit that has
+    reached the server counts even if its worker goes down before the round closes.
+    ``downtime`` (a list, or None) receives the ``(down, up)`` intervals for the activity
+    record. A worker whose outage never ends stops.
+    """
+    timeout = env.timeout
+    draw = None if isinstance(server_time, float) else server_time
+    nan = math.nan
+    outage = next(outages, None)
+    delays = next_block(0.0)
+    while delays:
+        for delay in delays:
+            mine = rounds.current
+            start = env.now
+            if outage is not None and outage[0] < start + delay:
+                down_at, up_at = outage
+                cut = max(down_at, start)
+                if cut > start:
+                    yield timeout(cut - start) | mine.result
+                if mine.closed:  # the round closed first: cancelled, not lost
+                    if rows is not None:
+                        rows.append([start, start + delay, nan, nan, math.inf, env.now])
+                    continue
+                if rows is not None:
+                    rows.append([start, start + delay, nan, nan, nan, cut])
+                entry = [worker, cut, max(up_at, cut), -1, steps if down_at >= start else 0]
+                failed.append(entry)
+                if downtime is not None:
+                    downtime.append((cut, entry[2]))
+                if math.isinf(up_at):
+                    return
+                if up_at > env.now:
+                    yield timeout(up_at - env.now)
+                entry[3] = len(rounds.time)  # rounds applied when it pulls again
+                outage = next(outages, None)
+                continue
+            if rows is not None:
+                row = [start, start + delay, nan, nan, math.inf]
+                rows.append(row)
+            yield timeout(delay) | mine.result
+            if not mine.closed and server is not None:
+                req = server.request()
+                yield req | mine.result
+                if mine.closed:
+                    if req.triggered:
+                        server.release(req)
+                    else:
+                        req.cancel()
+                else:
+                    if rows is not None:
+                        row[2] = env.now
+                    yield timeout(server_time if draw is None else draw()) | mine.result
+                    server.release(req)
+            elif not mine.closed and rows is not None:
+                row[2] = env.now
+            if mine.closed:  # the round closed first: this work is cancelled
+                if rows is not None:
+                    row.append(env.now)
+                continue
+            if rows is not None:
+                row[3] = env.now
+            rounds.arrive(mine, worker)
+            yield mine.result
+            if rows is not None:
+                row[4] = env.now
+        delays = next_block(env.now + down)
+    if not rounds.stop.triggered:  # the worker's timing model ran out of steps
+        rounds.stop.succeed()
+
+
 def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, recorder=None,
-                    service=None):
+                    service=None, failing=None):
     """Run the semi-synchronous simulation of ``streams`` (one per worker) until ``limit``
     rounds or the first aggregate after ``horizon``; ``recorder`` (an activity
     :class:`~asynclab.cluster._activity.Recorder`, or None) receives every exchange.
     ``service``: the server's service time, a float or a callable drawing the next one
-    (None: ``cluster.server_time``, which is then a float).
+    (None: ``cluster.server_time``, which is then a float). ``failing``: None, or
+    ``(outages, steps, failed)`` for a discard-mode run with failures: one outage
+    iterator per worker (:meth:`~asynclab.cluster.Availability.intervals`), the local
+    steps of a phase and a list that receives the failure rows
+    (:func:`_failing_semisync_worker`).
 
     Returns:
       ``(time, duration, counted)``: float64 ``(R,)``, float64 ``(R,)``, bool ``(R, n)``.
@@ -377,16 +462,30 @@ def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, record
         service = cluster.server_time
     server = None if service == 0.0 else simpy.Resource(env, capacity=1)
     for k, stream in enumerate(streams):
-        env.process(_semisync_worker(env, k, stream.next_block, cluster.transfer_time, server,
-                                     service, rounds, semisync.stale,
-                                     None if recorder is None else recorder.rows[k]))
+        rows = None if recorder is None else recorder.rows[k]
+        if failing is None:
+            env.process(_semisync_worker(env, k, stream.next_block, cluster.transfer_time,
+                                         server, service, rounds, semisync.stale, rows))
+        else:
+            outages, steps, failed = failing
+            env.process(_failing_semisync_worker(
+                env, k, stream.next_block, cluster.transfer_time, server, service, rounds,
+                rows, outages[k], steps, failed,
+                None if recorder is None else recorder.failed[k]))
     if quorum is None:
         deadline = math.inf if semisync.deadline is None else semisync.deadline
         env.process(_window_server(env, rounds, semisync.window, deadline))
     elif semisync.deadline is not None and not (
             not semisync.adaptive and math.isinf(semisync.deadline)):
         env.process(_deadline_server(env, rounds, semisync))
-    env.run(until=stop)
+    if failing is None:
+        env.run(until=stop)
+    else:
+        try:
+            env.run(until=stop)
+        except RuntimeError:  # too many workers down for good: no round closes again
+            if stop.triggered:
+                raise
     counted = np.zeros((len(rounds.time), n), bool)
     for r, members in enumerate(rounds.counted):
         counted[r, members] = True

@@ -849,7 +849,11 @@ def simulate_sync(
     stall of a lock-step job). The worker's phase is lost; when it is back it computes
     the phase again from the centre it had, so the replay is the plain rounds' one and
     ``trace.failures`` (:class:`~asynclab.cluster.Failures`) records what was lost.
-    Refused with ``semisync``.
+    With ``semisync`` (``late="discard"`` only) a worker that goes down loses its phase,
+    counts in no round while down, and when back pulls the current centre and starts a
+    phase for the round then open; rounds close by quorum, window or deadline with
+    whoever is in (a quorum without a deadline stalls if fewer than K workers are left).
+    ``late="stale"`` with failures is refused.
 
     Returns:
       A :class:`RoundTrace` (``n_workers`` is the number of workers, not of groups).
@@ -857,10 +861,11 @@ def simulate_sync(
     _check_cluster(cluster)
     _check_activity(activity)
     check_semisync(semisync)
-    if cluster.availability is not None and semisync is not None:
-        raise ConfigError("Cluster.availability: semi-synchronous rounds with failures are "
-                          "not simulated; give plain synchronous rounds (a round waits for "
-                          "a worker that is down) or an asynchronous rule")
+    if cluster.availability is not None and semisync is not None and semisync.stale:
+        raise ConfigError("Cluster.availability: semi-synchronous rounds with failures need "
+                          "SemiSync.late='discard'; with 'stale' a worker back from a crash "
+                          "would pull a centre that the round trace (who counted) cannot "
+                          "carry")
     if semisync is not None:
         semisync.quorum_of(cluster.workers)  # refused before any work
     limit, horizon = _check_budget("rounds", rounds, horizon, local_steps)
@@ -873,7 +878,7 @@ def simulate_sync(
     down = cluster.transfer_time
     if semisync is not None:
         return _semisync_trace(cluster, streams, semisync, int(local_steps), limit, horizon,
-                               activity, service)
+                               activity, service, failure_rng)
     env = simpy.Environment()
     log = _Log()
     stop = env.event()
@@ -927,13 +932,19 @@ def simulate_sync(
 
 
 def _semisync_trace(cluster, streams, semisync, local_steps, limit, horizon, activity,
-                    service):
-    """The round trace of semi-synchronous rounds (:mod:`asynclab.cluster._rounds`)."""
+                    service, failure_rng=None):
+    """The round trace of semi-synchronous rounds (:mod:`asynclab.cluster._rounds`);
+    with ``cluster.availability`` (discard mode) its ``failures`` too."""
     recorder = Recorder(len(streams)) if activity else None
+    available = cluster.availability
+    failing = None
+    if available is not None:
+        failing = (available.intervals(cluster.workers, failure_rng), local_steps, [])
     time, duration, counted = simulate_rounds(streams, cluster, semisync, limit, horizon,
-                                              recorder, service)
+                                              recorder, service, failing)
     trace = RoundTrace(time=time, duration=duration, n_workers=cluster.workers,
-                       local_steps=local_steps, counted=counted, late=semisync.late)
+                       local_steps=local_steps, counted=counted, late=semisync.late,
+                       failures=None if failing is None else _failures(failing[2]))
     if not activity:
         return trace
     end = float(trace.time[-1]) if trace.n_events else 0.0

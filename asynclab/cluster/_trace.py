@@ -78,7 +78,9 @@ class RoundTrace(NamedTuple):
       failures: the failures the run reached (:class:`~asynclab.cluster.Failures`), for
         a cluster with :attr:`~asynclab.cluster.Cluster.availability`; None otherwise.
         A round waits for a worker that is down; the worker redoes its lost phase from
-        the centre it had, so the replay is that of the plain rounds.
+        the centre it had, so the replay is that of the plain rounds. Semi-synchronous
+        rounds (``late="discard"``) close without it; back, it pulls the current centre,
+        so the replay is that of the masked rounds (``counted``).
     """
 
     time: np.ndarray
