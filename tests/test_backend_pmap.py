@@ -236,6 +236,9 @@ def test_one_device_sequential_sgd_with_a_mismatched_checkpoint(tmp_path):
                                atol=1e-6)
     np.testing.assert_allclose(run.result.loss, want.loss, rtol=1e-5, atol=1e-6)
     assert run.segments == 10 and run.wall_time.shape == (10,)
+    for field in ("goodput", "goodput_per_device_second"):  # the schedule's, as replayed
+        np.testing.assert_array_equal(getattr(run.result, field), getattr(want, field))
+    assert run.result.goodput[0] == 1.0
     again = run_pmap(rule, beale(), trace, seed=1, noise=0.5, checkpoint=path, resume=True)
     np.testing.assert_array_equal(again.result.final_params, run.result.final_params)
     with pytest.raises(ConfigError, match="noise"):

@@ -40,7 +40,7 @@ import numpy as np
 from .. import _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
-from ..cluster import RoundTrace, Trace
+from ..cluster import RoundTrace, Trace, goodput
 from ..engine import Result
 from ..engine._core import (
     check_count,
@@ -263,6 +263,7 @@ def run_pmap(
                                                     events_done)
     metrics = None if first_metrics is None else records.metric_arrays(first_metrics)
     time_, worker, staleness = event_arrays([trace], rule.synchronous)
+    useful = goodput(trace)
     result = Result(
         config={**dict(config or {}),
                 **run_config(rule, problem, workers=n, seeds=[seed], noise=noise, init=init,
@@ -280,6 +281,9 @@ def run_pmap(
         worker_path=worker_path,
         metrics=metrics,
         center_share=_center_share(rule, n, shared.moved if counted else None, late),
+        # the schedule's goodput, as the replay reports it (computed from the trace)
+        goodput=np.asarray([useful[0]], np.float64),
+        goodput_per_device_second=np.asarray([useful[1]], np.float64),
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments))
 

@@ -61,7 +61,7 @@ class Result:
       goodput: ``(Tr,)`` useful gradient evaluations over all those started, per trace
         (:func:`asynclab.cluster.goodput`: work lost to failures and discarded
         semi-synchronous work are not useful); 1.0 without either. None for a result
-        made without it (the device executors, archives older than it).
+        made without it (archives older than it).
       goodput_per_device_second: ``(Tr,)`` useful gradient evaluations per device-second
         (workers × simulated duration), per trace; None as ``goodput``.
 

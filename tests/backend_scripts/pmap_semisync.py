@@ -49,7 +49,8 @@ def main():
             entry["partial_rounds"] = int((~trace.counted.all(axis=1)).sum())
             ours = run_pmap(rule, problem, trace, seed=SEED, noise=NOISE, record_every=1)
             want = replay(rule, problem, trace, seeds=SEED, noise=NOISE, record_every=1)
-            for field in ("final_params", "loss", "worker_path", "center_share"):
+            for field in ("final_params", "loss", "worker_path", "center_share", "goodput",
+                          "goodput_per_device_second"):
                 np.testing.assert_allclose(getattr(ours.result, field), getattr(want, field),
                                            rtol=RTOL, atol=ATOL, err_msg=field)
             entry["ok"] = True
