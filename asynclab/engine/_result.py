@@ -57,7 +57,7 @@ class Result:
         to its members, equally); a synchronous round to every worker equally, a
         semi-synchronous one to the workers that counted in it, equally. Each row sums
         to 1; NaN for a run whose centre never moved. None for a result made without it
-        (the threads backend, archives older than it).
+        (archives older than it, a device run resumed from an older checkpoint).
       goodput: ``(Tr,)`` useful gradient evaluations over all those started, per trace
         (:func:`asynclab.cluster.goodput`: work lost to failures and discarded
         semi-synchronous work are not useful); 1.0 without either. None for a result
