@@ -47,7 +47,7 @@ def plot_async_diloco(data: dict, path=None, title: str | None = None):
     loss_work.set_title("training loss at equal work")
     for ax in (loss_time, loss_work):
         ax.set_yscale("log")
-        ax.set_ylabel("training loss (mean; band: range over seeds)")
+        ax.set_ylabel("training loss, mean (band: range)")
     _curves(accuracy, data, "time", "accuracy", scale=100.0)
     accuracy.set_xlabel("simulated seconds")
     accuracy.set_ylabel("validation accuracy (%)")
