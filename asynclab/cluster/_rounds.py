@@ -309,51 +309,70 @@ def _semisync_worker(env, worker, next_block, down, server, server_time, rounds:
     while delays:
         for delay in delays:
             mine = rounds.current
+            row = None
             if rows is not None:
                 row = [env.now, env.now + delay, math.nan, math.nan, math.inf]
                 rows.append(row)
-            if stale:
-                yield timeout(delay)
-                if server is not None:
-                    req = server.request()
-                    yield req
-                    if rows is not None:
-                        row[2] = env.now
-                    yield timeout(server_time if draw is None else draw())
-                    server.release(req)
-                elif rows is not None:
+            if not stale:
+                yield from _discard_exchange(env, worker, delay, mine, server, server_time,
+                                             draw, rounds, row)
+                continue
+            yield timeout(delay)
+            if server is not None:
+                req = server.request()
+                yield req
+                if row is not None:
                     row[2] = env.now
-                mine = rounds.current
-            else:
-                yield timeout(delay) | mine.result
-                if not mine.closed and server is not None:
-                    req = server.request()
-                    yield req | mine.result
-                    if mine.closed:
-                        if req.triggered:
-                            server.release(req)
-                        else:
-                            req.cancel()
-                    else:
-                        if rows is not None:
-                            row[2] = env.now
-                        yield timeout(server_time if draw is None else draw()) | mine.result
-                        server.release(req)
-                elif not mine.closed and rows is not None:
-                    row[2] = env.now
-                if mine.closed:  # the round closed first: this work is cancelled
-                    if rows is not None:
-                        row.append(env.now)
-                    continue
-            if rows is not None:
-                row[3] = env.now
-            rounds.arrive(mine, worker)
-            yield mine.result
-            if rows is not None:
-                row[4] = env.now
+                yield timeout(server_time if draw is None else draw())
+                server.release(req)
+            elif row is not None:
+                row[2] = env.now
+            yield from _count(env, worker, rounds.current, rounds, row)
         delays = next_block(env.now + down)
     if not rounds.stop.triggered:  # the worker's timing model ran out of steps
         rounds.stop.succeed()
+
+
+def _count(env, worker, mine, rounds: _Rounds, row):
+    """A commit reaches the server and counts in round ``mine``; the worker waits for the
+    round's result (``row``: its activity row, or None)."""
+    if row is not None:
+        row[3] = env.now
+    rounds.arrive(mine, worker)
+    yield mine.result
+    if row is not None:
+        row[4] = env.now
+
+
+def _discard_exchange(env, worker, delay, mine, server, server_time, draw, rounds: _Rounds,
+                      row):
+    """One exchange of a discard-mode worker for round ``mine``: ``delay`` seconds of
+    compute and link, the server's queue and service, then :func:`_count` — unless the
+    round closes first, which cancels the work wherever it is (the activity ``row`` then
+    gets a sixth entry, the time it was cut). ``draw`` draws a random service time (None:
+    ``server_time`` seconds)."""
+    timeout = env.timeout
+    yield timeout(delay) | mine.result
+    if not mine.closed and server is not None:
+        req = server.request()
+        yield req | mine.result
+        if mine.closed:
+            if req.triggered:
+                server.release(req)
+            else:
+                req.cancel()
+        else:
+            if row is not None:
+                row[2] = env.now
+            yield timeout(server_time if draw is None else draw()) | mine.result
+            server.release(req)
+    elif not mine.closed and row is not None:
+        row[2] = env.now
+    if mine.closed:  # the round closed first: this work is cancelled
+        if row is not None:
+            row.append(env.now)
+        return
+    yield from _count(env, worker, mine, rounds, row)
 
 
 def _failing_semisync_worker(env, worker, next_block, down, server, server_time,
@@ -403,35 +422,12 @@ def _failing_semisync_worker(env, worker, next_block, down, server, server_time,
                 entry[3] = len(rounds.time)  # rounds applied when it pulls again
                 outage = next(outages, None)
                 continue
+            row = None
             if rows is not None:
                 row = [start, start + delay, nan, nan, math.inf]
                 rows.append(row)
-            yield timeout(delay) | mine.result
-            if not mine.closed and server is not None:
-                req = server.request()
-                yield req | mine.result
-                if mine.closed:
-                    if req.triggered:
-                        server.release(req)
-                    else:
-                        req.cancel()
-                else:
-                    if rows is not None:
-                        row[2] = env.now
-                    yield timeout(server_time if draw is None else draw()) | mine.result
-                    server.release(req)
-            elif not mine.closed and rows is not None:
-                row[2] = env.now
-            if mine.closed:  # the round closed first: this work is cancelled
-                if rows is not None:
-                    row.append(env.now)
-                continue
-            if rows is not None:
-                row[3] = env.now
-            rounds.arrive(mine, worker)
-            yield mine.result
-            if rows is not None:
-                row[4] = env.now
+            yield from _discard_exchange(env, worker, delay, mine, server, server_time, draw,
+                                         rounds, row)
         delays = next_block(env.now + down)
     if not rounds.stop.triggered:  # the worker's timing model ran out of steps
         rounds.stop.succeed()
