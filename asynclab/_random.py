@@ -147,9 +147,11 @@ def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
 
     if count == 1 and size > 1:
         # one step: loop over the components instead, with the step's key drawn once
-        a0, a1 = threefry2x32(k0, k1, jnp.zeros((m,), _U32), start)
-
         def draw_component(_, c):
+            # the step's key hashed again in each component's loop: one fused loop per
+            # component, where hashing it once outside takes three (one per output word)
+            zero = jnp.right_shift(c, _U32(31))  # 0, but tied to c: not hoisted
+            a0, a1 = threefry2x32(k0, k1, jnp.broadcast_to(zero, (m,)), start)
             y0, y1 = threefry2x32(a0, a1, jnp.zeros((m,), _U32), jnp.broadcast_to(c, (m,)))
             return None, _normal_from_bits(y0 ^ y1)
 
