@@ -125,6 +125,18 @@ def remember_pull(local):
     return remembering
 
 
+#: parameter vectors at least this long run their local steps rolled (see _unroll)
+ROLLED_FROM = 10_000
+
+
+def _unroll(local_steps: int, params) -> int:
+    """Local steps per iteration of the compiled loop: up to 4 for a short parameter
+    vector, whose steps are cheap beside the loop's own cost; 1 for a net, whose step is
+    a whole program: unrolled it compiles that many times over and runs no faster."""
+    size = sum(x.size for x in jax.tree.leaves(params))
+    return min(local_steps, 4) if size < ROLLED_FROM else 1
+
+
 def _plain_local(inner, local_steps, worker, oracle, window):
     def step(carry, i):
         params, inner_state = carry
@@ -134,7 +146,7 @@ def _plain_local(inner, local_steps, worker, oracle, window):
 
     (params, inner_state), _ = jax.lax.scan(
         step, (worker.params, worker.inner_state), jnp.arange(local_steps, dtype=jnp.int32),
-        unroll=min(local_steps, 4),
+        unroll=_unroll(local_steps, worker.params),
     )
     return worker._replace(params=params, inner_state=inner_state,
                            steps=worker.steps + local_steps)
