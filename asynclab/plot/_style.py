@@ -28,6 +28,9 @@ CYCLE = [OKABE_ITO[k] for k in ("blue", "vermillion", "green", "orange", "purple
 RULE_COLORS = {"downpour": OKABE_ITO["black"], "dynsgd": OKABE_ITO["orange"],
                "aeasgd": OKABE_ITO["green"], "agn": OKABE_ITO["blue"],
                "adag": OKABE_ITO["purple"]}
+#: How a figure names an optimizer (its registry name where it has no entry here).
+RULE_NAMES = {"downpour": "DOWNPOUR", "dynsgd": "DynSGD", "aeasgd": "AEASGD", "agn": "AGN",
+              "adag": "ADAG", "staleness_aware": "staleness-aware SGD"}
 #: Line styles that tell overlapping series apart where colour alone would not.
 DASHES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P")

@@ -28,6 +28,17 @@ def _mtbf_axis(ax, mtbf):
     ax.set_xlabel("mean time between failures per worker (s)")
 
 
+def _same_lines(ax, values, labels):
+    """Say which rules' lines lie on each other (asynchronous rules on one schedule lose
+    and use the same work), so that a series drawn under another is not taken for
+    missing."""
+    pairs = [f"{labels[i]} = {labels[j]}" for i in range(len(labels))
+             for j in range(i + 1, len(labels)) if np.array_equal(values[i], values[j])]
+    if pairs:
+        ax.text(0.03, 0.03, "lines on each other: " + ", ".join(pairs),
+                transform=ax.transAxes, fontsize=8, color="0.3")
+
+
 def _lines(ax, data, values, labels, band=None):
     x = np.arange(len(data["mtbf"]))
     for r, rule in enumerate(data["rules"]):
@@ -48,11 +59,13 @@ def plot_failures(data: dict, path=None, title: str | None = None, config: dict 
     config = config or {}
     labels = [str(rule) for rule in data["rules"]]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
-    _lines(axes[0], data, np.mean(data["goodput"], axis=-1), labels)
+    for ax, key in ((axes[0], "goodput"), (axes[1], "goodput_per_device_second")):
+        values = np.mean(data[key], axis=-1)
+        _lines(ax, data, values, labels)
+        _same_lines(ax, values, labels)
     axes[0].set_ylabel("goodput: useful / all gradient evaluations (mean)")
     axes[0].set_title("a crash loses the phase in flight: long phases lose more",
                       fontsize=10)
-    _lines(axes[1], data, np.mean(data["goodput_per_device_second"], axis=-1), labels)
     axes[1].set_ylabel("useful gradient evaluations per device-second (mean)")
     axes[1].set_title("synchronous rounds stall while a worker is down", fontsize=10)
     seconds = data["seconds_to_target"]

@@ -13,6 +13,7 @@ from ._style import (  # noqa: E402
     DASHES,
     OKABE_ITO,
     RULE_COLORS,
+    RULE_NAMES,
     legend_outside,
     panels,
     plain_log_ticks,
@@ -20,8 +21,7 @@ from ._style import (  # noqa: E402
 )
 
 COLORS = RULE_COLORS
-NAMES = {"downpour": "DOWNPOUR", "dynsgd": "DynSGD", "aeasgd": "AEASGD", "agn": "AGN",
-         "adag": "ADAG"}
+NAMES = RULE_NAMES
 #: A marker per rule: series that meet stay told apart.
 MARKERS = {"downpour": "o", "dynsgd": "s", "aeasgd": "^", "agn": "D", "adag": "v"}
 #: Per-seed curves: a line style per rule (λ styles use :data:`STYLES`).

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._common import finish
 from ._shares import draw_center_shares
-from ._style import CYCLE, RULE_COLORS, legend_below, panels, styled, tex
+from ._style import CYCLE, RULE_COLORS, RULE_NAMES, legend_below, panels, styled, tex
 
 
 @styled
@@ -16,6 +16,7 @@ def plot_movers(data: dict, path=None, title: str | None = None):
     its commits moved the centre as much as anyone's; below 1: a rule damped them)."""
     labels = [str(label) for label in data["labels"]]
     colors = [RULE_COLORS.get(label, CYCLE[i % len(CYCLE)]) for i, label in enumerate(labels)]
+    labels = [RULE_NAMES.get(label, label) for label in labels]
     shares = np.asarray(data["center_share"], np.float64)
     commit = np.asarray(data["commit_share"], np.float64)
     slowdown = np.asarray(data["slowdown"])
