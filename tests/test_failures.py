@@ -340,6 +340,7 @@ def test_cli_failures_file_and_churn(tmp_path, capsys):
     assert "needs both --mtbf and --mttr" in capsys.readouterr().err
     assert main(["run", "--problem", "quadratic", "--mtbf", "20", "--mttr", "5",
                  "--failures", str(log), "--commits", "5"]) == 2
+    assert "--failures gives a schedule" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:  # argparse refuses the number itself
         main(["run", "--problem", "quadratic", "--mtbf", "-1", "--mttr", "5"])
     assert exit_.value.code == 2
@@ -360,3 +361,31 @@ def test_cli_trace_export_shows_the_outage(tmp_path):
     failed = [(r["worker"], r["start"], r["end"]) for r in rows
               if r["type"] == "interval" and r["kind"] == "failed"]
     assert failed == [(1, 2.5, 4.0)]
+
+
+def test_a_run_with_failures_ends_where_it_stalls_but_raises_a_process_error():
+    """A run with failures ends where every process waits for good (SimPy's "no scheduled
+    events left"); an error raised inside a process (a subclass of RuntimeError
+    included) is still raised, as without failures."""
+    import simpy
+
+    from asynclab.cluster._rounds import run_until
+
+    def waits(env):
+        yield env.event()  # never triggered: the run stalls
+
+    def fails(env):
+        yield env.timeout(1.0)
+        raise NotImplementedError("a timing model's draw")
+
+    env = simpy.Environment()
+    env.process(waits(env))
+    run_until(env, env.event(), may_stall=True)  # ends, no error
+    env = simpy.Environment()
+    env.process(waits(env))
+    with pytest.raises(RuntimeError, match="No scheduled events left"):
+        run_until(env, env.event(), may_stall=False)
+    env = simpy.Environment()
+    env.process(fails(env))
+    with pytest.raises(NotImplementedError, match="draw"):
+        run_until(env, env.event(), may_stall=True)

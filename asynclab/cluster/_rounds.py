@@ -41,6 +41,19 @@ from .._errors import ConfigError
 LATE = _names.LATE
 
 
+def run_until(env, stop, *, may_stall: bool) -> None:
+    """``env.run(until=stop)``; with ``may_stall``, a run whose processes all wait for
+    good before ``stop`` (SimPy's "no scheduled events left") ends there instead of
+    raising. Any other error, an exception raised inside a process included, is raised."""
+    try:
+        env.run(until=stop)
+    except RuntimeError as error:
+        stalled = type(error) is RuntimeError and not stop.triggered \
+            and env.peek() == math.inf
+        if not (may_stall and stalled):
+            raise
+
+
 @dataclasses.dataclass(frozen=True)
 class SemiSync:
     """How a semi-synchronous round closes, and what becomes of the work that misses it.
@@ -474,14 +487,8 @@ def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, record
     elif semisync.deadline is not None and not (
             not semisync.adaptive and math.isinf(semisync.deadline)):
         env.process(_deadline_server(env, rounds, semisync))
-    if failing is None:
-        env.run(until=stop)
-    else:
-        try:
-            env.run(until=stop)
-        except RuntimeError:  # too many workers down for good: no round closes again
-            if stop.triggered:
-                raise
+    # with failures too many workers may go down for good: no round closes again
+    run_until(env, stop, may_stall=failing is not None)
     counted = np.zeros((len(rounds.time), n), bool)
     for r, members in enumerate(rounds.counted):
         counted[r, members] = True

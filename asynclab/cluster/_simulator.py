@@ -47,7 +47,7 @@ from .. import _validate
 from .._errors import ConfigError
 from ._activity import Recorder
 from ._availability import Failures
-from ._rounds import SemiSync, check_semisync, simulate_rounds
+from ._rounds import SemiSync, check_semisync, run_until, simulate_rounds
 from ._timing import Cluster, as_generator
 from ._trace import RoundTrace, Trace
 
@@ -666,14 +666,8 @@ def simulate_async(
                                         log, limit, horizon, stop, rows, outages[k],
                                         steps[k], failed,
                                         recorder.failed[k] if activity else None))
-    if available is None:
-        env.run(until=stop)
-    else:
-        try:
-            env.run(until=stop)
-        except RuntimeError:  # every worker went down for good: the run ends there
-            if stop.triggered:
-                raise
+    # with failures every worker may go down for good: the run ends there
+    run_until(env, stop, may_stall=available is not None)
     pulled = np.array(log.pulled_clock, dtype=np.int32)
     trace = Trace(
         time=np.array(log.time, dtype=np.float64),
@@ -908,14 +902,8 @@ def simulate_sync(
             )
         )
     env.process(_sync_server(env, down, log, limit, horizon, state, stop))
-    if available is None:
-        env.run(until=stop)
-    else:
-        try:
-            env.run(until=stop)
-        except RuntimeError:  # a worker went down for good: no round closes again
-            if stop.triggered:
-                raise
+    # with failures a worker may go down for good: no round closes again
+    run_until(env, stop, may_stall=available is not None)
     trace = RoundTrace(
         time=np.array(log.time, dtype=np.float64),
         duration=np.array(log.duration, dtype=np.float64),
