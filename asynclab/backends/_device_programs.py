@@ -18,7 +18,7 @@ from ..engine._core import (
     row,
     select,
 )
-from ..engine._events import counted_of, finite_and_movement, round_movement
+from ..engine._events import counted_of, credit_movement, finite_and_movement
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, Rule
 from ..rules.parts import partial_round
@@ -87,10 +87,8 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
         moved = shared.moved
         if late is not None and moved is not None:
             _, step = finite_and_movement(shared.server.center, server.center)
-            moved = moved + jnp.where(
-                keep & jnp.isfinite(step),
-                round_movement(step, plan.order[shared.step, 0], moved.shape[0]),
-                jnp.float32(0))
+            moved = credit_movement(moved, step, keep & jnp.isfinite(step),
+                                    mask=plan.order[shared.step, 0])
         server = select(keep, server, shared.server)
         worker = select(keep, after, worker)
         value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
@@ -138,8 +136,7 @@ def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
             keep, diverged_at = guard(new_server.center, diverged_at, live_slot, index)
             if moved is not None:  # the replay's count (asynclab.engine._events._stepped)
                 _, step = finite_and_movement(server.center, new_server.center)
-                moved = moved.at[committer].add(
-                    jnp.where(keep & jnp.isfinite(step), step, jnp.float32(0)))
+                moved = credit_movement(moved, step, keep & jnp.isfinite(step), committer)
             server = select(keep, new_server, server)
             mine = select(keep & (committer == me), new_worker, mine)
             value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,

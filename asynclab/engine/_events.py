@@ -70,6 +70,18 @@ def finite_and_movement(old, new) -> tuple[jax.Array, jax.Array]:
     return jnp.all(jnp.stack(finite)), jnp.sqrt(sum(squares))
 
 
+def credit_movement(moved, step, applied, worker_id=None, mask=None) -> jax.Array:
+    """``moved`` with an event's movement ``step`` = ‖θ̃⁺ − θ̃‖₂ credited where the run
+    ``applied`` it: all of it to the committing ``worker_id`` (one scatter-add), or, for a
+    semi-synchronous round (``mask`` of the workers that counted), split among those
+    (:func:`round_movement`). The replay and the device executor both count with it, so
+    their ``center_share`` is the same bits."""
+    if mask is None:
+        return moved.at[worker_id].add(jnp.where(applied, step, jnp.float32(0)))
+    return moved + jnp.where(applied, round_movement(step, mask, moved.shape[0]),
+                             jnp.float32(0))
+
+
 def _stepped(carry: Carry, server, workers, active, index,
              worker_id=None, mask=None) -> tuple[Carry, jax.Array]:
     """An event's result and the divergence guard, for one seed: ``(carry, stop)``.
@@ -91,11 +103,7 @@ def _stepped(carry: Carry, server, workers, active, index,
     else:
         finite, step = finite_and_movement(carry.server.center, server.center)
         applied = running & active & finite & jnp.isfinite(step)
-        if mask is None:
-            moved = moved.at[worker_id].add(jnp.where(applied, step, jnp.float32(0)))
-        else:
-            moved = moved + jnp.where(applied, round_movement(step, mask, moved.shape[0]),
-                                      jnp.float32(0))
+        moved = credit_movement(moved, step, applied, worker_id, mask)
     stop = running & (~active | ~finite)
     diverged_at = jnp.where(running & active & ~finite, index, carry.diverged_at)
     return carry._replace(server=server, workers=workers, diverged_at=diverged_at,
