@@ -207,10 +207,8 @@ def goodput(trace) -> tuple[float, float]:
       trace: a :class:`~asynclab.cluster.Trace` or :class:`~asynclab.cluster.RoundTrace`.
     """
     if hasattr(trace, "pulled_clock"):  # asynchronous
-        steps = trace.local_steps
-        per = (np.asarray(steps, np.int64) if isinstance(steps, tuple)
-               else np.full(trace.n_workers, int(steps), np.int64))
-        useful = float(per[np.asarray(trace.worker, np.int64)].sum()) * trace.group_size
+        useful = float(trace.windows[np.asarray(trace.worker, np.int64)].sum()) \
+            * trace.group_size
         failures = getattr(trace, "failures", None)
         lost = 0.0 if failures is None else float(np.asarray(failures.lost).sum())
         total = useful + lost

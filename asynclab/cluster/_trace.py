@@ -58,6 +58,14 @@ class Trace(NamedTuple):
     def duration(self) -> float:
         return float(self.time[-1]) if self.n_events else 0.0
 
+    @property
+    def windows(self) -> np.ndarray:
+        """λ of each worker, ``(n_workers,)`` int64, whether one for all or one each."""
+        steps = self.local_steps
+        if isinstance(steps, tuple):
+            return np.asarray(steps, np.int64)
+        return np.full(self.n_workers, int(steps), np.int64)
+
 
 class RoundTrace(NamedTuple):
     """A synchronous schedule: one row per round (all workers compute, then aggregate).

@@ -35,3 +35,13 @@ def log2_axis(ax, values):
     ax.set_xscale("log", base=2)
     ax.set_xticks(values, [f"{v:g}" for v in values])
     ax.minorticks_off()
+
+
+def target_quartiles(seconds):
+    """``(median, first quartile, third quartile)`` over the last axis of times to a
+    target, where ∞ marks a seed that never reached it; a statistic that is not finite
+    (too many such seeds) is NaN, which matplotlib leaves undrawn."""
+    with np.errstate(invalid="ignore"):  # ∞ − ∞ in the interpolation
+        median = np.median(seconds, axis=-1)
+        low, high = np.percentile(seconds, [25, 75], axis=-1)
+    return tuple(np.where(np.isfinite(v), v, np.nan) for v in (median, low, high))

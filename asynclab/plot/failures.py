@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._common import finish  # noqa: E402
+from ._common import finish, target_quartiles  # noqa: E402
 from ._style import OKABE_ITO, legend_below, plain_log_ticks, styled  # noqa: E402
 
 COLORS = {"synchronous SGD": OKABE_ITO["blue"], "DOWNPOUR": OKABE_ITO["black"],
@@ -68,14 +68,8 @@ def plot_failures(data: dict, path=None, title: str | None = None, config: dict 
                       fontsize=10)
     axes[1].set_ylabel("useful gradient evaluations per device-second (mean)")
     axes[1].set_title("synchronous rounds stall while a worker is down", fontsize=10)
-    seconds = data["seconds_to_target"]
-    with np.errstate(invalid="ignore"):  # ∞: a seed that never reached the target
-        median = np.median(seconds, axis=-1)
-        low, high = np.percentile(seconds, [25, 75], axis=-1)
-    shown = np.where(np.isfinite(median), median, np.nan)
-    band = np.stack([np.where(np.isfinite(low), low, np.nan),
-                     np.where(np.isfinite(high), high, np.nan)], axis=1)
-    _lines(axes[2], data, shown, labels, band)
+    median, low, high = target_quartiles(data["seconds_to_target"])
+    _lines(axes[2], data, median, labels, np.stack([low, high], axis=1))
     axes[2].set_yscale("log")
     plain_log_ticks(axes[2], "y")
     target = config.get("target", 0.2)

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._common import finish, log2_axis  # noqa: E402
+from ._common import finish, log2_axis, target_quartiles  # noqa: E402
 from ._style import OKABE_ITO, styled  # noqa: E402
 
 COLORS = {"synchronous": OKABE_ITO["blue"], "asynchronous": OKABE_ITO["vermillion"],
@@ -21,14 +21,12 @@ def _time_panel(ax, data, c, target):
     n = data["workers"]
     reference = None
     for m, mode in enumerate(data["modes"]):
-        median = np.median(data["seconds_to_target"][c, m], axis=-1)
-        low, high = np.percentile(data["seconds_to_target"][c, m], [25, 75], axis=-1)
+        median, low, high = target_quartiles(data["seconds_to_target"][c, m])
         shown = np.isfinite(median)
         ax.plot(n[shown], median[shown], marker=MARKERS[mode], ls=DASHES[mode],
                 color=COLORS[mode], label=mode)
-        ax.fill_between(n[shown], low[shown], np.where(np.isfinite(high), high,
-                                                        np.nan)[shown],
-                        color=COLORS[mode], alpha=0.15, lw=0)
+        ax.fill_between(n[shown], low[shown], high[shown], color=COLORS[mode], alpha=0.15,
+                        lw=0)
         reference = median[0] if reference is None else reference
     if np.isfinite(reference):
         ax.plot(n, reference / n, "k:", lw=1, label="ideal: ($n$ = 1 time) / $n$")

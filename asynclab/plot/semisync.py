@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._common import finish, log2_axis  # noqa: E402
+from ._common import finish, log2_axis, target_quartiles  # noqa: E402
 from ._style import OKABE_ITO, legend_below, styled  # noqa: E402
 
 COLORS = {"synchronous": OKABE_ITO["blue"], "K-of-n": OKABE_ITO["green"],
@@ -37,15 +37,12 @@ def mode_label(mode: str, config: dict) -> str:
 def _time_panel(ax, data, labels, target):
     n = data["workers"]
     for m, mode in enumerate(data["modes"]):
-        seconds = data["seconds_to_target"][m]
-        with np.errstate(invalid="ignore"):  # ∞: a seed that never reached the target
-            median = np.median(seconds, axis=-1)
-            low, high = np.percentile(seconds, [25, 75], axis=-1)
+        median, low, high = target_quartiles(data["seconds_to_target"][m])
         shown = np.isfinite(median)
         ax.plot(n[shown], median[shown], marker=MARKERS[mode], ls=DASHES[mode],
                 color=COLORS[mode], label=labels[m])
-        ax.fill_between(n[shown], low[shown], np.where(np.isfinite(high), high, np.nan)[shown],
-                        color=COLORS[mode], alpha=0.15, lw=0)
+        ax.fill_between(n[shown], low[shown], high[shown], color=COLORS[mode], alpha=0.15,
+                        lw=0)
     log2_axis(ax, n)
     ax.set_yscale("log")
     ax.set_xlabel("workers $n$")

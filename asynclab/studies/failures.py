@@ -130,7 +130,8 @@ def run(config: Config = Config(), progress=None) -> dict:
         "rules": np.array(RULES),
         "mtbf": np.asarray(config.mtbf, np.float64),
         "failure_rate": 1.0 / np.asarray(config.mtbf, np.float64),
-        "up_fraction": np.array([1.0 if math.isinf(m) else m / (m + config.mttr)
+        "up_fraction": np.array([1.0 if math.isinf(m) else
+                                 Availability(mtbf=m, mttr=config.mttr).up_fraction
                                  for m in config.mtbf]),
         "goodput": goodput,
         "goodput_per_device_second": rate,
