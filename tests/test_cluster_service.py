@@ -412,8 +412,8 @@ def test_trace_export_refuses_a_bad_service_distribution(argv, message, capsys, 
 
 def test_run_and_sweep_flags_build_the_busy_cluster():
     """`asynclab run`/`sweep` share the model flags: with server flags they hand run() the
-    cluster with that service time (and the rule's groups); without, no cluster, as
-    before."""
+    cluster with that service time (and the rule's groups); without, no cluster (run()
+    builds its default)."""
     from asynclab.cli._args import _simulation_options
     from asynclab.cli._main import build_parser
 

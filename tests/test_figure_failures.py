@@ -15,7 +15,8 @@ SYNC, DOWNPOUR, ADAG, DILOCO, ASYNC_DILOCO = range(len(RULES))
 ASYNCHRONOUS = (DOWNPOUR, ADAG, ASYNC_DILOCO)
 
 
-def _claims(data):
+def _work_claims(data):
+    """The left and middle panels' claims (goodput, useful work per device-second)."""
     goodput = data["goodput"].mean(axis=-1)
     rate = data["goodput_per_device_second"].mean(axis=-1)
     assert np.isinf(data["mtbf"][0]) and not data["diverged"].any()
@@ -29,6 +30,10 @@ def _claims(data):
     # the asynchronous rules keep working while a worker is down; the rounds stall
     for a in ASYNCHRONOUS:
         assert np.all(rate[a] > rate[DILOCO]) and np.all(rate[a] > rate[SYNC])
+
+
+def _claims(data):
+    _work_claims(data)
     with np.errstate(invalid="ignore"):  # ∞: a seed that never reached the target
         seconds = np.median(data["seconds_to_target"], axis=-1)
     for a in ASYNCHRONOUS:
@@ -41,7 +46,9 @@ def test_failures_figure_and_its_claims(tmp_path):
     data = load_figure("failures").main(quick=True, out=tmp_path)
     assert (tmp_path / "failures.png").stat().st_size > 50_000
     assert data["goodput"].shape == (len(RULES), 3, 2)
-    assert np.all(data["goodput"][:, 0] == 1.0)
+    # the work panels' claims hold on the quick run too (its 2 seeds are too few for the
+    # time-to-target quartiles)
+    _work_claims(data)
 
 
 def test_committed_failures_claims():

@@ -232,7 +232,7 @@ def test_quorum_n_and_no_backup_are_the_plain_synchronous_trace_bit_for_bit():
 def test_a_random_server_serves_semisync_rounds_as_it_serves_plain_ones(late):
     # quorum n with a random server: the same service draws in the same order as the
     # plain synchronous run, so the same trace bit for bit; a quorum below n closes
-    # rounds earlier, and the server's draws never change the workers' step times
+    # rounds earlier
     server = ComputeTime("exponential", mean=0.05)
     cluster = Cluster(workers=4, compute=EXPONENTIAL, server_time=server)
     plain = simulate_sync(cluster, rounds=30, rng=2)

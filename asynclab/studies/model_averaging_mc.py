@@ -97,9 +97,9 @@ class Config:
         the convergence check from its first ``check_runs`` seeds (None: on an
         accelerator). The counts do not depend on it.
       unroll: events per iteration of the replay's compiled loop (None: on a CPU 4
-        replaying step by step, ``STEPWISE_CPU_UNROLL``, else 1, where unrolling gains
-        nothing; 8 on an accelerator, where every iteration costs kernel launches). The
-        same arithmetic per event (on a CPU the same bits).
+        replaying step by step, ``STEPWISE_CPU_UNROLL``, else 1; 8 on an accelerator,
+        where every iteration costs kernel launches). The same arithmetic per event (on
+        a CPU the same bits).
       stepwise: replay one local step per compiled event, averaging at the end of every
         round (``asynclab.replay(..., stepwise=True)``), so that the four λ of one n
         share one compiled program (None: on a CPU, where a step costs about as much
