@@ -154,13 +154,14 @@ def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
         # scalar code; drawn a component at a time in a scan, each loop runs on one core.
         # On row (h)'s model averaging cell of ``benchmarks/replay.py`` this form runs at
         # 1.9x the scan's rate and 3.4x the fused draw's.
-        def all_components(k0, k1, start):
-            a0, a1 = threefry2x32(k0, k1, jnp.zeros((m,), _U32), start)
-            y0, y1 = threefry2x32(a0[None], a1[None], jnp.zeros((size, m), _U32), component)
+        def all_components(raw, start):  # everything it reads made inside: one loop
+            a0, a1 = threefry2x32(raw[:, 0], raw[:, 1], jnp.zeros((m,), _U32), start)
+            y0, y1 = threefry2x32(a0[None], a1[None], jnp.zeros((size, m), _U32),
+                                  lax.broadcasted_iota(_U32, (size, m), 0))
             return _normal_from_bits(y0 ^ y1)
 
-        either = (k0[0] & _U32(1)) == 0  # any predicate XLA cannot fold will do
-        z = lax.cond(either, all_components, all_components, k0, k1, start)  # [size, m]
+        either = (raw[0, 0] & _U32(1)) == 0  # any predicate XLA cannot fold will do
+        z = lax.cond(either, all_components, all_components, raw, start)  # [size, m]
         return z.T.reshape((m, 1) + shape)
     _, z = lax.scan(draw, None, jnp.arange(count, dtype=_U32))  # [count, size, m]
     return jnp.transpose(z, (2, 0, 1)).reshape((m, count) + shape)

@@ -25,7 +25,9 @@ float32 matrix product on the same machine.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import sys
 import time
 
 import jax
@@ -39,6 +41,9 @@ from asynclab.problems import get_problem
 from asynclab.problems._datasets import load_dataset
 from asynclab.problems._models import mlp, model_loss
 from asynclab.problems._shards import batch_indices, make_shards
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay import _floor_options  # noqa: E402  (the floors' compile options)
 
 
 def best_of(fn, repeats):
@@ -102,7 +107,11 @@ def main(argv=None):
     grad = jax.grad(model_loss(mlp(784, (256,), 10)))
     start = jax.tree.map(jnp.asarray, problem.start)
 
-    @jax.jit
+    # the floors compile with the copy analysis the replay compiles with (replay.py's
+    # FLOOR_OPTIONS), so that neither copies a stacked array the other updates in place
+    floor_jit = functools.partial(jax.jit, compiler_options=_floor_options())
+
+    @floor_jit
     def plain(params, rows):
         def step(p, r):
             g = grad(p, x[r], y[r])
@@ -126,8 +135,8 @@ def main(argv=None):
 
         return jax.lax.scan(commit, (start, copies), (ks, ss))[0][0]
 
-    hand_one = jax.jit(downpour_by_hand)
-    hand_many = jax.jit(jax.vmap(downpour_by_hand))
+    hand_one = floor_jit(downpour_by_hand)
+    hand_many = floor_jit(jax.vmap(downpour_by_hand))
 
     # the hand loop and the replay compute the same run: the same centre
     rows0 = rows_of(0)
