@@ -2,7 +2,8 @@
 
 MNIST-5k (4,000 training images), MLP 784-256-10, batch 32, DOWNPOUR with n = 16
 workers and λ = 1 over a simulated asynchronous schedule of C commits: C gradient
-evaluations per seed. Two floors in plain JAX, ``lax.scan`` under ``jax.jit``:
+evaluations per seed. Two floors in plain JAX, ``lax.scan`` under ``jax.jit`` (compiled with
+``replay.py``'s ``FLOOR_OPTIONS``):
 
 - sequential SGD over the same C batches (the ones the replay's workers read, in commit
   order): one parameter vector, no staleness;

@@ -130,8 +130,8 @@ def event_unroll(unroll=None) -> int:
     """Events per iteration of the replay's compiled loop (``lax.scan(unroll=...)``):
     ``unroll``, checked, or 1 for None.
 
-    More events per iteration speed up a long replay of a short parameter vector: 1.26×
-    at 8 and 1.34× at 16 on a 2-core CPU (``benchmarks/replay.py``, row (h)), more on an
+    More events per iteration speed up a long replay of a short parameter vector: 1.3×
+    at 8 and 1.4× at 16 on a 2-core CPU (``benchmarks/replay.py``, row (h)), more on an
     accelerator, where every loop iteration costs kernel launches; each program then
     compiles a little longer, which a short replay does not earn back.
     """
