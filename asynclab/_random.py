@@ -127,24 +127,27 @@ def _normal_from_bits(bits):
 # ----------------------------------------------------------------------------- windows
 
 
+def _step_rows(k0, k1, start, size: int):
+    """``normal(fold_in(key_i, start_i), (size,))`` for the raw key words ``k0[i], k1[i]``,
+    laid out ``[size, m]``: one loop along the long row axis ``m``."""
+    m = k0.shape[0]
+    a0, a1 = threefry2x32(k0, k1, jnp.zeros((m,), _U32), start)
+    y0, y1 = threefry2x32(a0[None], a1[None], jnp.zeros((size, m), _U32),
+                          lax.broadcasted_iota(_U32, (size, m), 0))
+    return _normal_from_bits(y0 ^ y1)
+
+
 def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
     """Rows of ``normal(fold_in(key_i, start_i + j), shape)`` for ``j < count``.
 
     ``raw``: ``uint32[m, 2]`` key data, ``start``: ``uint32[m]``; returns
-    ``float32[m, count, *shape]``. The hash runs in a scan over ``j`` whose output is laid
-    out ``[count, size, m]``, so every fused loop runs along the long axis ``m``; the
-    transpose to the caller's layout is one copy at the end.
+    ``float32[m, count, *shape]``. Each step's draw is laid out ``[size, m]``
+    (:func:`_step_rows`), so every loop runs along the long axis ``m``; the transpose to
+    the caller's layout is one copy at the end. Several steps draw in a scan over ``j``;
+    one step draws inside a conditional (below).
     """
     m = raw.shape[0]
     size = math.prod(shape)
-    k0, k1 = raw[:, 0], raw[:, 1]
-    component = lax.broadcasted_iota(_U32, (size, m), 0)
-
-    def draw(_, j):
-        a0, a1 = threefry2x32(k0, k1, jnp.zeros((m,), _U32), start + j)
-        y0, y1 = threefry2x32(a0[None], a1[None], jnp.zeros((size, m), _U32), component)
-        return None, _normal_from_bits(y0 ^ y1)
-
     if count == 1 and size > 1:
         # one step: every component of every row in one loop, inside a conditional whose
         # two branches are this same draw. XLA does not fuse across a conditional, so the
@@ -154,16 +157,15 @@ def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
         # scalar code; drawn a component at a time in a scan, each loop runs on one core.
         # The replay of row (h)'s model averaging cell (``benchmarks/replay.py``) runs
         # about 2x as fast with this form as with the scan, and 3.5x as with the fused draw.
-        def all_components(raw, start):  # everything it reads made inside: one loop
-            a0, a1 = threefry2x32(raw[:, 0], raw[:, 1], jnp.zeros((m,), _U32), start)
-            y0, y1 = threefry2x32(a0[None], a1[None], jnp.zeros((size, m), _U32),
-                                  lax.broadcasted_iota(_U32, (size, m), 0))
-            return _normal_from_bits(y0 ^ y1)
+        def one_step(raw, start):  # the key words sliced inside: they fuse into the loop
+            return _step_rows(raw[:, 0], raw[:, 1], start, size)
 
         either = (raw[0, 0] & _U32(1)) == 0  # any predicate XLA cannot fold will do
-        z = lax.cond(either, all_components, all_components, raw, start)  # [size, m]
+        z = lax.cond(either, one_step, one_step, raw, start)  # [size, m]
         return z.T.reshape((m, 1) + shape)
-    _, z = lax.scan(draw, None, jnp.arange(count, dtype=_U32))  # [count, size, m]
+    k0, k1 = raw[:, 0], raw[:, 1]
+    _, z = lax.scan(lambda _, j: (None, _step_rows(k0, k1, start + j, size)), None,
+                    jnp.arange(count, dtype=_U32))  # [count, size, m]
     return jnp.transpose(z, (2, 0, 1)).reshape((m, count) + shape)
 
 
