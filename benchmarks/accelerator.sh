@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The accelerator checks in one run, most important first, each bounded in time (REPLAY_SECONDS, NETS_SECONDS, SUITE_SECONDS), each
-# writing its table under $OUT (default: ./accelerator-results): the engine's accelerator
-# rows with the whole Monte-Carlo figure, the net beside its hand-written floor at 1, 32
-# and 1,024 seeds, then the quick tier of the suite on the accelerator host.
+# The accelerator checks in one run, most important first, each bounded in time
+# (REPLAY_SECONDS, NETS_SECONDS, PEERS_SECONDS, SUITE_SECONDS), each writing its table
+# under $OUT (default: ./accelerator-results): the engine's accelerator rows with the whole
+# Monte-Carlo figure, the net beside its hand-written floor at 1, 32 and 1,024 seeds, the
+# peer's workload at 1 and 1,024 seeds (asynclab's rows; the peer itself runs on a CPU),
+# then the quick tier of the suite on the accelerator host (SUITE_WORKERS processes).
 #
 #     bash benchmarks/accelerator.sh            # on a machine with a GPU and CUDA jax
 #
@@ -20,6 +22,8 @@ py="${PYTHON:-python3}"
 } 2>&1 | tee "$out/environment.txt"
 timeout "${REPLAY_SECONDS:-200}" "$py" benchmarks/replay.py --rows gifh --mc full 2>&1 | tee "$out/replay.txt"
 timeout "${NETS_SECONDS:-120}" "$py" benchmarks/nets.py --seeds 32,1024 2>&1 | tee "$out/nets.txt"
+timeout "${PEERS_SECONDS:-150}" "$py" benchmarks/peers.py --seeds 1,1024 \
+  --updates "${PEERS_UPDATES:-20}" 2>&1 | tee "$out/peers.txt"
 # one line per test (the names survive a cut at the time limit), failures' tracebacks short
-timeout "${SUITE_SECONDS:-400}" "$py" -m pytest -v -n 8 --maxprocesses=8 --tb=short \
+timeout "${SUITE_SECONDS:-400}" "$py" -m pytest -v -n "${SUITE_WORKERS:-8}" --maxprocesses="${SUITE_WORKERS:-8}" --tb=short \
   --durations=15 2>&1 | tee "$out/suite.txt"

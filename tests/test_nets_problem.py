@@ -149,3 +149,38 @@ def test_a_net_run_without_a_learning_rate_takes_the_problems_and_learns():
     np.testing.assert_array_equal(slow.record_events, [0, 100, 200, 300])
     assert default.final_accuracy[0] > 0.8 > slow.final_accuracy[0]
     assert asynclab.problems.get_problem("beale").learning_rate == 1e-3
+
+
+def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
+    """A net whose record would hold more than ``RECORD_CHUNK_BYTES`` per run evaluates
+    its examples in chunks (the last padded): the same loss and accuracy as the numpy
+    reduction of the whole pass's logits, and a compiled record of several runs that holds
+    a chunk per run, where the whole pass would hold more."""
+    from asynclab.problems import _nets
+
+    budget = 2**20
+    monkeypatch.setattr(_nets, "RECORD_CHUNK_BYTES", budget)
+    problem = _nets.data_problem("digits", model="cnn:8-16:32", batch_size=16)
+    chunk = problem.info["record_chunk"]
+    examples = problem.info["validation"]
+    assert 1 < chunk < examples and examples % chunk  # several chunks, the last padded
+    net = _nets.parse_model("cnn:8-16:32", (8, 8, 1), 10)
+    params = jax.tree.map(lambda leaf: leaf + 0.01, problem.start)  # not the start
+    data = load_dataset("digits", seed=0)
+    logits = np.asarray(net.apply(params, jnp.asarray(data.x_valid)), np.float64)
+    metrics = problem.evaluate(params)
+    assert float(metrics["validation_loss"]) == pytest.approx(
+        _numpy_cross_entropy(logits, data.y_valid), rel=1e-5)
+    assert float(metrics["accuracy"]) == pytest.approx(
+        np.mean(logits.argmax(axis=1) == data.y_valid), abs=0.5 / examples)
+
+    runs = 4
+    stacked = jax.tree.map(lambda leaf: jnp.stack([leaf] * runs), params)
+
+    def held(evaluate):
+        compiled = jax.jit(jax.vmap(evaluate)).lower(stacked).compile()
+        return compiled.memory_analysis().temp_size_in_bytes
+
+    whole = _nets._evaluator(net, jnp.asarray(data.x_valid), jnp.asarray(data.y_valid),
+                             examples)
+    assert held(problem.evaluate) <= runs * budget < held(whole)

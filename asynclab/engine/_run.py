@@ -96,7 +96,8 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
                 record_every, record_paths, points=1, in_flight=None) -> int:
     """Estimated bytes a run holds: the schedules and the simulator's draws, the state of
     the runs computed together (every worker's and the server's arrays, a gradient and a
-    copy), the final parameters and the records of every (point, seed).
+    copy, and for a data problem what a record's chunk of examples computes), the final
+    parameters and the records of every (point, seed).
 
     ``in_flight``: how many (point, seed) runs are computed together (default: all), or
     ``("bytes", B)`` for as many as fit in B bytes (a sweep's automatic batches).
@@ -108,7 +109,9 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
         units = 1 if rule.synchronous else cluster.groups
         events = int(min(horizon / max(per_event, 1e-12) * units, 2**62)) + 1
     runs = n_seeds * points
-    state = _state_bytes(rule, problem, cluster.workers) + 2 * 4 * problem.dim
+    info = getattr(problem, "info", None) or {}
+    state = (_state_bytes(rule, problem, cluster.workers) + 2 * 4 * problem.dim
+             + info.get("example_bytes", 0) * info.get("record_chunk", 0))
     if isinstance(in_flight, tuple):  # as many as a byte budget holds, at least one
         in_flight = max(1, in_flight[1] // (2 * state))
     in_flight = runs if in_flight is None else min(int(in_flight), runs)

@@ -254,8 +254,13 @@ def cross_entropy(logits: Array, labels: Array) -> Array:
 
     .. math:: \\ell = -\\frac1B \\sum_i \\log \\mathrm{softmax}(z_i)_{y_i}
     """
+    return -jnp.mean(label_log_probabilities(logits, labels))
+
+
+def label_log_probabilities(logits: Array, labels: Array) -> Array:
+    """``log softmax(z_i)_{y_i}`` of each example (shape ``(batch,)``)."""
     log_p = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.take_along_axis(log_p, labels[..., None], axis=-1))
+    return jnp.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
 
 
 def accuracy(logits: Array, labels: Array) -> Array:

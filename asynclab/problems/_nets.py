@@ -18,7 +18,7 @@ from .. import _names, _validate
 from .._errors import ConfigError
 from .._oracle import Oracle, _noise
 from ._datasets import DATASETS, load_dataset
-from ._models import accuracy, cross_entropy, parameter_count, parse_model
+from ._models import accuracy, cross_entropy, label_log_probabilities, parameter_count, parse_model
 from ._problem import Problem
 from ._shards import batch_indices, check_batch_size, make_shards
 
@@ -27,6 +27,58 @@ DEFAULT_MODELS = {"digits": "mlp:64", "mnist": "mlp:256", "collider": "mlp:64"}
 
 #: training examples the recorded training loss is measured on (a fixed subset)
 LOSS_EXAMPLES = 1000
+
+#: bytes of intermediate values one run's record may hold at once: a record evaluates
+#: its examples (the training-loss subset, the validation set) in chunks of as many as
+#: fit, so that many seeds of a large net recorded together stay within memory (a
+#: convolution's unfolded patches of 12,000 validation images take gigabytes per seed)
+RECORD_CHUNK_BYTES = 64 * 2**20
+
+
+def _example_bytes(net, params, example) -> int:
+    """Bytes of the values ``net.apply`` computes for one example (``example``: a batch
+    of one), summed over its traced operations: what one example's forward pass may hold."""
+    jaxpr = jax.make_jaxpr(net.apply)(params, example)
+    return max(1, sum(v.aval.size * v.aval.dtype.itemsize
+                      for eqn in jaxpr.eqns for v in eqn.outvars))
+
+
+def _evaluator(net, x, y, chunk: int):
+    """``f(params) -> (mean cross-entropy, accuracy)`` of ``net`` on ``x, y``: one pass
+    when ``chunk`` examples cover them, else a loop over chunks of ``chunk`` examples (the
+    last padded, its padding weighted 0), which holds one chunk's intermediates at a time.
+
+    The examples pass an optimization barrier: they are constants of the compiled program,
+    and XLA would otherwise fold what depends on them alone (a convolution's unfolded
+    patches) into constants while compiling, which on a CNN costs seconds of every first
+    call and gigabytes of program.
+    """
+    n = int(y.shape[0])
+    if chunk >= n:
+        def whole(params):
+            logits = net.apply(params, jax.lax.optimization_barrier(x))
+            return cross_entropy(logits, y), accuracy(logits, y)
+
+        return whole
+    count = -(-n // chunk)
+    pad = count * chunk - n
+    xs = jnp.concatenate([x, jnp.zeros((pad, *x.shape[1:]), x.dtype)])
+    xs = xs.reshape(count, chunk, *x.shape[1:])
+    ys = jnp.concatenate([y, jnp.zeros((pad,), y.dtype)]).reshape(count, chunk)
+    weights = (jnp.arange(count * chunk) < n).astype(jnp.float32).reshape(count, chunk)
+
+    def chunked(params):
+        def sums(part):
+            x_part, y_part, weight = part
+            logits = net.apply(params, x_part)
+            hits = (jnp.argmax(logits, axis=-1) == y_part).astype(jnp.float32)
+            return (-jnp.sum(weight * label_log_probabilities(logits, y_part)),
+                    jnp.sum(weight * hits))
+
+        losses, hits = jax.lax.map(sums, jax.lax.optimization_barrier((xs, ys, weights)))
+        return jnp.sum(losses) / n, jnp.sum(hits) / n
+
+    return chunked
 
 
 def _positive_int(field: str, value) -> int:
@@ -93,13 +145,18 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
         rows = jnp.asarray(batch)
         return cross_entropy(net.apply(params, x_train[rows]), y_train[rows])
 
+    start = net.init(jax.random.key(seed))
+    example_bytes = _example_bytes(net, start, x_loss[:1])
+    chunk = max(1, RECORD_CHUNK_BYTES // example_bytes)
+    loss_and_hits = _evaluator(net, x_loss, y_loss, chunk)
+    validation = _evaluator(net, x_valid, y_valid, chunk)
+
     def loss(params):
-        return cross_entropy(net.apply(params, x_loss), y_loss)
+        return loss_and_hits(params)[0]
 
     def evaluate(params):
-        logits = net.apply(params, x_valid)
-        return {"validation_loss": cross_entropy(logits, y_valid),
-                "accuracy": accuracy(logits, y_valid)}
+        validation_loss, hits = validation(params)
+        return {"validation_loss": validation_loss, "accuracy": hits}
 
     grad = jax.grad(batch_loss)
 
@@ -130,7 +187,6 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
 
         return Oracle(prepare, gradient, sample)
 
-    start = net.init(jax.random.key(seed))
     return Problem(
         name=f"{dataset}/{spec}",
         dim=parameter_count(start),
@@ -150,7 +206,11 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
               "validation": int(data.y_valid.size), "synthetic": data.synthetic,
               "parameters": parameter_count(start),
               # examples one record evaluates: the training-loss subset, the validation set
-              "record_examples": int(y_loss.size + y_valid.size)},
+              "record_examples": int(y_loss.size + y_valid.size),
+              # what one run's forward pass holds per example, and the examples a
+              # record evaluates at once (the engine's memory estimate reads both)
+              "example_bytes": example_bytes,
+              "record_chunk": int(min(chunk, max(y_loss.size, y_valid.size)))},
         defaults={"learning_rate": _names.LEARNING_RATES[dataset], "batch_size": batch_size,
                   # fewer where they would cost more than a quarter of the gradient work
                   "records": 100},
