@@ -20,7 +20,12 @@ py="${PYTHON:-python3}"
   nvidia-smi -L 2>/dev/null
   "$py" -c "import jax, numpy; print('jax', jax.__version__, 'numpy', numpy.__version__, jax.devices())"
 } 2>&1 | tee "$out/environment.txt"
-timeout "${REPLAY_SECONDS:-200}" "$py" benchmarks/replay.py --rows gifh --mc full 2>&1 | tee "$out/replay.txt"
+# XLA's compilations (with their times) go to compiles.txt, with anything else on stderr:
+# how the Monte-Carlo figure's time splits between compiling and running
+JAX_LOG_COMPILES=1 timeout "${REPLAY_SECONDS:-200}" "$py" benchmarks/replay.py --rows gifh \
+  --mc full 2>"$out/compiles.txt" | tee "$out/replay.txt"
+grep -c "Finished XLA compilation" "$out/compiles.txt" | sed 's/^/XLA compilations: /' \
+  | tee -a "$out/replay.txt"
 timeout "${NETS_SECONDS:-120}" "$py" benchmarks/nets.py --seeds 32,1024 2>&1 | tee "$out/nets.txt"
 timeout "${PEERS_SECONDS:-150}" "$py" benchmarks/peers.py --seeds 1,1024 \
   --updates "${PEERS_UPDATES:-20}" 2>&1 | tee "$out/peers.txt"
