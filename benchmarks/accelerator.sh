@@ -2,7 +2,8 @@
 # The accelerator checks in one run, most important first, each bounded in time
 # (REPLAY_SECONDS, NETS_SECONDS, PEERS_SECONDS, SUITE_SECONDS), each writing its table
 # under $OUT (default: ./accelerator-results): the engine's accelerator rows with the whole
-# Monte-Carlo figure, the net beside its hand-written floor at 1, 32 and 1,024 seeds, the
+# Monte-Carlo figure (and the figure again on the CPU's shared programs, STEPWISE_SECONDS),
+# the net beside its hand-written floor at 1, 32 and 1,024 seeds, the
 # peer's workload at 1 and 1,024 seeds (asynclab's rows; the peer itself runs on a CPU),
 # then the quick tier of the suite on the accelerator host (SUITE_WORKERS processes).
 #
@@ -26,6 +27,12 @@ JAX_LOG_COMPILES=1 timeout "${REPLAY_SECONDS:-200}" "$py" benchmarks/replay.py -
   --mc full 2>"$out/compiles.txt" | tee "$out/replay.txt"
 grep -c "Finished XLA compilation" "$out/compiles.txt" | sed 's/^/XLA compilations: /' \
   | tee -a "$out/replay.txt"
+# the figure again on the programs the CPU shares (step by step, padded worker axes):
+# fewer compilations, more work per step; which wins on an accelerator
+JAX_LOG_COMPILES=1 timeout "${STEPWISE_SECONDS:-120}" "$py" benchmarks/replay.py --rows g \
+  --mc full --mc-stepwise on 2>"$out/compiles-stepwise.txt" | tee "$out/replay-stepwise.txt"
+grep -c "Finished XLA compilation" "$out/compiles-stepwise.txt" \
+  | sed 's/^/XLA compilations: /' | tee -a "$out/replay-stepwise.txt"
 timeout "${NETS_SECONDS:-120}" "$py" benchmarks/nets.py --seeds 32,1024 2>&1 | tee "$out/nets.txt"
 timeout "${PEERS_SECONDS:-150}" "$py" benchmarks/peers.py --seeds 1,1024 \
   --updates "${PEERS_UPDATES:-20}" 2>&1 | tee "$out/peers.txt"

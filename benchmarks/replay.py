@@ -59,6 +59,7 @@ ends at the same centre as (b).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import functools
 import heapq
@@ -688,11 +689,15 @@ def mc_worker_steps(config) -> int:
     return steps
 
 
-def mc_timing(which: str):
-    """Wall seconds of the model_averaging_mc study, and its worker-steps."""
+def mc_timing(which: str, stepwise: str = "auto"):
+    """Wall seconds of the model_averaging_mc study, and its worker-steps; ``stepwise``
+    ``on``/``off`` forces the study's step-by-step replay on shared programs (its CPU
+    default) or the λ-step replay of a program per cell (its accelerator default)."""
     from asynclab.studies import model_averaging_mc as study
 
     config = study.Config() if which == "full" else study.Config.quick()
+    if stepwise != "auto":
+        config = dataclasses.replace(config, stepwise=stepwise == "on")
     lams = set(config.map_local_steps) | set(config.bar_local_steps)
     steps = mc_worker_steps(config)
     stepwise = study._stepwise(config)
@@ -758,6 +763,9 @@ def main(argv=None):
     parser.add_argument("--mc", choices=("quick", "full", "none"), default="quick",
                         help="row (g): time the model_averaging_mc study's quick (default) "
                         "or full configuration, or skip it")
+    parser.add_argument("--mc-stepwise", choices=("auto", "on", "off"), default="auto",
+                        help="row (g): the study's step-by-step replay on shared programs "
+                        "(on), a program per cell (off), or the machine's default (auto)")
     parser.add_argument("--rows", default=ROWS,
                         help="the rows to measure, in this order, e.g. 'gfh' (default: "
                         f"'{ROWS}'; any of a-d measures the whole table a-d)")
@@ -821,7 +829,7 @@ def main(argv=None):
         elif row == "i":
             print_floors(floor_rows(args.quick))
         elif row == "g" and args.mc != "none":
-            seconds, steps, settings = mc_timing(args.mc)
+            seconds, steps, settings = mc_timing(args.mc, args.mc_stepwise)
             print()
             print(f"(g) model_averaging_mc study ({args.mc} configuration): {seconds:.1f} s, "
                   f"{steps:.3g} worker-steps, {steps / seconds:.3g} worker-steps/s")
