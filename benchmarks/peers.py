@@ -205,7 +205,7 @@ def run_peer(seeds: int, updates: int, threads: int) -> dict:
 # ------------------------------------------------------------------------ asynclab
 
 
-def _asynclab_once(seeds: int, updates: int) -> float:
+def _asynclab_once(seeds: int, updates: int, runs_per_call: int | None = None) -> float:
     import numpy as np
 
     import asynclab
@@ -218,7 +218,8 @@ def _asynclab_once(seeds: int, updates: int) -> float:
     result = asynclab.run("mnist", "downpour", cluster=cluster, commits=updates,
                           seeds=list(range(seeds)), learning_rate=LEARNING_RATE,
                           local_steps=LOCAL_STEPS, inner="adam", record_every=updates,
-                          progress=False, problem_options={"model": MODEL,
+                          progress=False, runs_per_call=runs_per_call,
+                          problem_options={"model": MODEL,
                                                            "batch_size": BATCH})
     seconds = time.perf_counter() - start
     if result.loss.shape[0] != seeds or not np.all(np.isfinite(result.loss[:, -1])):
@@ -226,12 +227,12 @@ def _asynclab_once(seeds: int, updates: int) -> float:
     return seconds
 
 
-def run_asynclab(seeds: int, updates: int) -> dict:
+def run_asynclab(seeds: int, updates: int, runs_per_call: int | None = None) -> dict:
     """One call (compilation included), then the same call again (compiled)."""
     import jax
 
-    first = _asynclab_once(seeds, updates)
-    second = _asynclab_once(seeds, updates)
+    first = _asynclab_once(seeds, updates, runs_per_call)
+    second = _asynclab_once(seeds, updates, runs_per_call)
     return {"tool": "asynclab", "jax": jax.__version__, "seeds": seeds,
             "seconds": [first, second]}
 
@@ -266,6 +267,9 @@ def main(argv=None) -> None:
                         default=None, help="asynclab's seed counts, e.g. 1,8 (the peer "
                         "runs the largest one after another)")
     parser.add_argument("--threads", type=int, default=2, help="PyTorch's threads")
+    parser.add_argument("--runs-per-call", type=int, default=None,
+                        help="asynclab's seeds per compiled call (default: all at once); "
+                        "many seeds of this CNN need ~106 MB each at once")
     parser.add_argument("--peer-python", default=None, metavar="PYTHON",
                         help="an interpreter with appfl and torch, for the peer's rows")
     parser.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
@@ -304,9 +308,11 @@ def main(argv=None) -> None:
             row(f"{label}, {len(seconds)} seeds one after another", len(seconds),
                 peer_rate[len(seconds)])
     for seeds in args.seeds:
-        result = run_asynclab(seeds, args.updates)
+        calls = args.runs_per_call if args.runs_per_call and args.runs_per_call < seeds else None
+        result = run_asynclab(seeds, args.updates, calls)
         first, second = result["seconds"]
-        row(f"asynclab (jax {result['jax']}), {seeds} seed(s) at once", seeds,
+        at_once = f"{calls} at a time" if calls else "at once"
+        row(f"asynclab (jax {result['jax']}), {seeds} seed(s) {at_once}", seeds,
             steps * seeds / first, steps * seeds / second)
     print("steps/s: local steps applied per second of wall clock, all seeds together "
           "(start-up and compilation included; per seed for one seed); compiled: "

@@ -42,6 +42,9 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", type=_count(1), default=None,
                    help="devices for --backend pmap/threads (default: --workers); with the "
                    "simulator, the local devices the seeds are split over (default: all)")
+    p.add_argument("--runs-per-call", type=_count(1), default=None,
+                   help="seeds replayed per compiled call (default: all at once); fewer hold "
+                   "less memory at once, with the same numbers")
     p.add_argument("--simulate-devices", action="store_true",
                    help="run on --devices simulated CPU devices, even where a GPU is installed")
     p.add_argument("--checkpoint", default=None, help="pmap: checkpoint file")
@@ -173,6 +176,9 @@ def _run(args) -> int:
         raise ConfigError("--trace-log / --fit-log set a simulated schedule; --backend threads "
                           "measures its own (asynclab.cluster.log_from_threads records it)")
     if args.backend != "sim":
+        if args.runs_per_call is not None:
+            raise ConfigError("--runs-per-call: the seeds of --backend sim are replayed in "
+                              "turns; --backend pmap and threads run one seed")
         return _run_on_devices(args)
     from ..engine import run
     from ..problems import DATA_PROBLEMS, get_problem
@@ -184,6 +190,8 @@ def _run(args) -> int:
 
             simulate_cpu_devices(args.devices)
         options["devices"] = args.devices
+    if args.runs_per_call is not None:
+        options["runs_per_call"] = args.runs_per_call
     cluster = _log_cluster(args)
     if cluster is not None:  # the log's cluster decides the workers and their times
         cluster = dataclasses.replace(cluster, server_time=_server_time(args),

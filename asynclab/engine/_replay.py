@@ -291,6 +291,35 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
                        for a in out))
 
 
+def _replay_in_calls(rule, problem, plan: _Plan, seeds, rows, values, runs_per_call: int,
+                     *, noise, init, bar, unroll=None, devices=None) -> _Replayed:
+    """:func:`_replay_batch` ``runs_per_call`` elements at a time, joined along the batch
+    axis. The last call is padded with copies of the last element, so that every call is
+    one compiled program; a batch element's numbers do not depend on its call."""
+    seeds, rows = np.asarray(seeds), np.asarray(rows)
+    total = len(seeds)
+    runs_per_call = min(int(runs_per_call), total)
+    parts = []
+    for call in range(math.ceil(total / runs_per_call)):
+        index = np.arange(call * runs_per_call, (call + 1) * runs_per_call)
+        live = index < total
+        index = np.minimum(index, total - 1)
+        out = _replay_batch(rule, problem, plan, seeds[index], rows[index],
+                            {k: np.asarray(v)[index] for k, v in values.items()},
+                            noise=noise, init=init, bar=_Partial(bar, live.mean()),
+                            unroll=unroll, devices=devices)
+        parts.append(_Replayed(*(None if a is None else jax.tree.map(
+            lambda x, live=live: np.asarray(x)[live], a) for a in out)))
+
+    def joined(field):
+        arrays = [getattr(part, field) for part in parts]
+        if arrays[0] is None:
+            return None
+        return jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=0), *arrays)
+
+    return _Replayed(*(joined(field) for field in _Replayed._fields))
+
+
 class _Partial:
     """A progress bar that counts only a fraction of what it is told (padding)."""
 
@@ -406,7 +435,23 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
              else center_shares(np.ones((batch, n_workers))))
     if lam > 1:  # the step at which a run diverged -> its round
         diverged_at = np.where(diverged_at >= 0, diverged_at // lam, diverged_at)
+    if plan.record_paths:  # NaN once diverged, like the loss (see _nan_once_diverged)
+        center_path, worker_path = _nan_once_diverged(loss, diverged_at, center_path,
+                                                      worker_path)
     return _Replayed(loss, final, diverged_at, center_path, worker_path, recorded, share)
+
+
+def _nan_once_diverged(loss, diverged_at, center_path, worker_path):
+    """A diverged run's recorded path: the centre NaN at the records whose loss is NaN,
+    the workers' parameters NaN at the events after ``diverged_at``. The loop goes on
+    holding the last finite state while a run beside it has not diverged, and stops (the
+    rest NaN) once every run of its call has: this makes a run's path the same either way,
+    so that it does not depend on the runs replayed with it."""
+    center_path = np.where(np.isnan(loss)[:, :, None], np.nan, center_path)
+    events = np.arange(worker_path.shape[1])
+    after = (diverged_at[:, None] >= 0) & (events[None, :] > diverged_at[:, None])
+    after = after.reshape(after.shape + (1,) * (worker_path.ndim - 2))
+    return center_path, np.where(after, np.nan, worker_path)
 
 
 def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
@@ -446,6 +491,7 @@ def replay(
     devices=None,
     stepwise: bool = False,
     pad_workers: int | None = None,
+    runs_per_call: int | None = None,
 ) -> Result:
     """Replay one trace (or one per seed) with ``rule`` on ``problem`` for every seed.
 
@@ -490,6 +536,9 @@ def replay(
         the padded draw, which are the n-worker draw. Runs of different n then share one
         compiled program, at the cost of the padding's work. The same result (on a CPU
         the same bits, ``tests/test_engine.py``).
+      runs_per_call: seeds replayed per compiled call (default: all of them in one):
+        fewer hold less memory at once (a many-seed net on an accelerator) and give the
+        same numbers; the last call is padded, so every call is one compiled program.
 
     Returns:
       A :class:`Result`.
@@ -499,16 +548,23 @@ def replay(
     devices = replay_devices(devices)
     seeds = _check_seeds(seeds)
     check_options(rule, init, record_every)
+    if runs_per_call is not None:
+        runs_per_call = _validate.count(runs_per_call, "runs_per_call")
     plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths,
                  bool(stepwise), pad_workers)
     rows = np.arange(len(seeds)) if plan.time.shape[0] > 1 else np.zeros(len(seeds), int)
     bar = progress_bar(total=plan.n_events * len(seeds), progress=progress,
                        desc=f"{rule.name} x{len(seeds)}", unit="event", leave=False,
                        unit_scale=True)
+    values = hyperparameter_values(rule, len(seeds))
     with bar:
-        out = _replay_batch(rule, problem, plan, seeds, rows,
-                            hyperparameter_values(rule, len(seeds)), noise=noise, init=init,
-                            bar=bar, unroll=unroll, devices=devices)
+        if runs_per_call is None or runs_per_call >= len(seeds):
+            out = _replay_batch(rule, problem, plan, seeds, rows, values, noise=noise,
+                                init=init, bar=bar, unroll=unroll, devices=devices)
+        else:
+            out = _replay_in_calls(rule, problem, plan, seeds, rows, values, runs_per_call,
+                                   noise=noise, init=init, bar=bar, unroll=unroll,
+                                   devices=devices)
     if config is None:  # what replay itself knows: rule, problem, workers, seeds, noise
         config = run_config(rule, problem, workers=plan.n_workers,
                             seeds=np.asarray(seeds).tolist(), noise=float(noise), init=init)

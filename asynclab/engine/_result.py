@@ -43,10 +43,12 @@ class Result:
         seed axis on every leaf (a nested dict of arrays).
       diverged_at: ``(S,)`` the event at which the centre became non-finite (or its loss,
         checked at each record), or -1.
-      center_path: ``(S, R, d)`` the centre at each record, or None (problems with d > 2).
+      center_path: ``(S, R, d)`` the centre at each record (NaN once a run has
+        diverged, like the loss), or None (problems with d > 2).
       worker_path: the committing worker's parameters after its local work, ``(S, T, d)``
         (asynchronous), or every worker's after each round's local work, ``(S, T, n, d)``
-        (synchronous); None when not recorded.
+        (synchronous), NaN after the event at which a run diverged; None when not
+        recorded.
       metrics: what the problem evaluates beside the loss at each record, ``name ->
         (S, R)`` (a net's ``validation_loss`` and ``accuracy``, validation accuracy of
         the centre, NaN once diverged); None for problems without an evaluation.

@@ -251,6 +251,7 @@ def run(
     start: Sequence[float] | None = None,
     devices=None,
     semisync: SemiSync | None = None,
+    runs_per_call: int | None = None,
     **hyperparameters,
 ) -> Result:
     """Simulate a cluster, replay its schedule with a rule, for every seed.
@@ -283,6 +284,9 @@ def run(
         :class:`~asynclab.cluster.SemiSync`: the first K of n (``quorum``), backup
         workers (``backup``) or a time window; late work discarded or stale (``late``).
         The round's aggregate averages the workers that counted.
+      runs_per_call: seeds replayed per compiled call (default: all at once). Fewer
+        hold less memory at once, and the memory check counts only those: many seeds of
+        a large net then run in turns, with the same numbers.
       **hyperparameters: the rule's own hyperparameters.
 
     Returns:
@@ -295,15 +299,18 @@ def run(
       (1,)
     """
     devices = replay_devices(devices)  # refused before any work
+    if runs_per_call is not None:
+        runs_per_call = _validate.count(runs_per_call, "runs_per_call")
     problem, rule, traces, seed_list, config = _prepare(
         problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
         horizon=horizon, seeds=seeds, learning_rate=learning_rate, local_steps=local_steps,
         noise=noise, init=init, trace_per_seed=trace_per_seed,
         problem_options=problem_options, start=start, hyperparameters=hyperparameters,
-        record_every=record_every, record_paths=record_paths, semisync=semisync)
+        record_every=record_every, record_paths=record_paths, semisync=semisync,
+        in_flight=runs_per_call)
     return replay(rule, problem, traces, seeds=seed_list, noise=noise, init=init,
                   record_every=record_every, record_paths=record_paths, progress=progress,
-                  config=config, devices=devices)
+                  config=config, devices=devices, runs_per_call=runs_per_call)
 
 
 def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seeds,
@@ -353,7 +360,10 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
     _validate.check_memory(_run_memory(rule, problem, cluster, commits, horizon, len(seed_list),
                                        trace_per_seed, record_every, record_paths, points,
                                        in_flight),
-                           "commits" if commits is not None else "horizon")
+                           "commits" if commits is not None else "horizon",
+                           advice="give a smaller budget, fewer seeds, fewer seeds at once "
+                           "(runs_per_call), or record less (a larger record_every, no "
+                           "trajectories)")
     trace_seeds = seed_list if trace_per_seed else seed_list[:1]
     traces = [schedule(rule, cluster, commits=commits, horizon=horizon, rng=s,
                        semisync=semisync) for s in trace_seeds]

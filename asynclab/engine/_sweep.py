@@ -25,7 +25,7 @@ from ._compiled import structure_key
 from ._core import run_config
 from ._layout import replay_devices
 from ._metrics import first_reached
-from ._replay import _check_seeds, _Partial, _plan, _replay_batch, _Replayed, _result
+from ._replay import _check_seeds, _plan, _replay_in_calls, _Replayed, _result
 from ._result import Result
 from ._run import _prepare
 
@@ -238,35 +238,16 @@ def replay_grid(
         per = _per_element_bytes(plan, problem, plan.n_workers)
         runs_per_call = max(1, min(total, MEMORY_BUDGET // per))
     runs_per_call = min(_validate.count(runs_per_call, "runs_per_call"), total)
-    n_calls = math.ceil(total / runs_per_call)
 
-    parts = []
     bar = progress_bar(total=plan.n_events * total, progress=progress,
                        desc=f"{rule.name} sweep {'x'.join(map(str, shape))}x{n_seeds}",
                        unit="event", unit_scale=True, leave=False)
     with bar:
-        for call in range(n_calls):
-            index = np.arange(call * runs_per_call, (call + 1) * runs_per_call)
-            live = index < total
-            index = np.minimum(index, total - 1)  # pad the last call: one compilation
-            out = _replay_batch(rule, problem, plan, seed_of[index], row_of[index],
-                                {k: v[index] for k, v in values.items()}, noise=noise,
-                                init=init, bar=_Partial(bar, live.mean()), devices=devices)
-            parts.append(_Replayed(*(None if a is None else jax.tree.map(
-                lambda x, live=live: x[live], a) for a in out)))
-
-    def joined(field):
-        arrays = [getattr(p, field) for p in parts]
-        if arrays[0] is None:
-            return None
-
-        def join(*leaves):  # a net's parameters and metrics are dicts of arrays
-            whole = np.concatenate(leaves, axis=0)
-            return whole.reshape(shape + (n_seeds,) + whole.shape[1:])
-
-        return jax.tree.map(join, *arrays)
-
-    out = _Replayed(*(joined(f) for f in _Replayed._fields))
+        flat = _replay_in_calls(rule, problem, plan, seed_of, row_of, values, runs_per_call,
+                                noise=noise, init=init, bar=bar, devices=devices)
+    # (point, seed) pairs -> grid axes, seeds; a net's parameters and metrics are dicts
+    out = _Replayed(*(None if a is None else jax.tree.map(
+        lambda x: x.reshape(shape + (n_seeds,) + x.shape[1:]), a) for a in flat))
     config = dict(config or run_config(rule, problem, workers=plan.n_workers, seeds=seeds,
                                        noise=noise, init=init))
     config["hyperparameters"] = {k: v for k, v in config.get("hyperparameters", {}).items()
