@@ -12,12 +12,19 @@ from asynclab import ConfigError, _validate
 from asynclab.cli import main
 
 
-def _same(a, b):
-    for field in ("loss", "diverged_at", "center_path"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
-    jax.tree.map(np.testing.assert_array_equal, a.final_params, b.final_params)
+def _same(a, b, rtol=0.0):
+    """The same records, final parameters and divergence: bit for bit (``rtol=0``), or to
+    float32 rounding."""
+    def close(x, y):
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=0.0)
+
+    np.testing.assert_array_equal(a.diverged_at, b.diverged_at)
+    for field in ("loss", "center_path"):
+        if getattr(a, field) is not None:
+            close(getattr(a, field), getattr(b, field))
+    jax.tree.map(close, a.final_params, b.final_params)
     if a.metrics is not None:
-        jax.tree.map(np.testing.assert_array_equal, a.metrics, b.metrics)
+        jax.tree.map(close, a.metrics, b.metrics)
 
 
 @pytest.mark.parametrize("runs_per_call", [1, 2, 4, 9])
@@ -31,11 +38,14 @@ def test_seeds_in_turns_are_the_seeds_at_once(runs_per_call):
 
 
 def test_a_nets_seeds_in_turns_are_its_seeds_at_once():
+    """To float32 rounding: XLA may compile a net's matrix products for a batch of two
+    runs otherwise than for three (JAX 0.12 on a CPU differs in the last bit of the loss;
+    JAX 0.10 gives the same bits)."""
     pytest.importorskip("sklearn")
     options = dict(workers=2, commits=12, seeds=[0, 1, 2], record_every=4,
                    problem_options={"model": "mlp:8", "batch_size": 8})
     whole = asynclab.run("digits", "downpour", **options)
-    _same(whole, asynclab.run("digits", "downpour", runs_per_call=2, **options))
+    _same(whole, asynclab.run("digits", "downpour", runs_per_call=2, **options), rtol=1e-5)
 
 
 def test_the_memory_check_counts_only_the_seeds_of_one_call(monkeypatch):

@@ -538,7 +538,9 @@ def replay(
         the same bits, ``tests/test_engine.py``).
       runs_per_call: seeds replayed per compiled call (default: all of them in one):
         fewer hold less memory at once (a many-seed net on an accelerator) and give the
-        same numbers; the last call is padded, so every call is one compiled program.
+        same numbers (a net's to float rounding where XLA compiles its matrix products for
+        another batch size otherwise); the last call is padded, so every call is one
+        compiled program.
 
     Returns:
       A :class:`Result`.

@@ -286,7 +286,7 @@ def run(
         The round's aggregate averages the workers that counted.
       runs_per_call: seeds replayed per compiled call (default: all at once). Fewer
         hold less memory at once, and the memory check counts only those: many seeds of
-        a large net then run in turns, with the same numbers.
+        a large net then run in turns, with the same numbers (a net's to float rounding).
       **hyperparameters: the rule's own hyperparameters.
 
     Returns:
