@@ -186,6 +186,7 @@ def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
     assert held(problem.evaluate) <= runs * budget < held(whole)
 
 
+@pytest.mark.slow  # 11 s of compiling; the quick tier checks the estimate in test_runs_per_call
 def test_the_memory_estimate_of_a_cnn_run_bounds_its_compiled_programs(monkeypatch):
     """What ``asynclab.run`` checks against the machine's memory before any work is at
     least what XLA's compiled programs of the run hold (arguments, outputs not aliased to

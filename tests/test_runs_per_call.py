@@ -37,6 +37,7 @@ def test_seeds_in_turns_are_the_seeds_at_once(runs_per_call):
     assert turns.final_loss.shape == (5,)
 
 
+@pytest.mark.slow  # 8 s; Beale's seeds in turns stay in the quick tier
 def test_a_nets_seeds_in_turns_are_its_seeds_at_once():
     """To float32 rounding: XLA may compile a net's matrix products for a batch of two
     runs otherwise than for three (JAX 0.12 on a CPU differs in the last bit of the loss;
