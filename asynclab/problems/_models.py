@@ -265,7 +265,12 @@ def label_log_probabilities(logits: Array, labels: Array) -> Array:
 
 def accuracy(logits: Array, labels: Array) -> Array:
     """The fraction of examples whose largest logit is the label's."""
-    return jnp.mean((jnp.argmax(logits, axis=-1) == labels).astype(jnp.float32))
+    return jnp.mean(correct(logits, labels))
+
+
+def correct(logits: Array, labels: Array) -> Array:
+    """1.0 for each example whose largest logit is the label's, else 0.0 (``(batch,)``)."""
+    return (jnp.argmax(logits, axis=-1) == labels).astype(jnp.float32)
 
 
 def model_loss(model: Model) -> Callable[[Params, Array, Array], Array]:
