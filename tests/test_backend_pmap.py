@@ -98,6 +98,7 @@ def test_every_rule_matches_the_replay(equivalence_reports, n_devices):
 # ----------------------------------------------------------------------------- checkpoints
 
 
+@pytest.mark.slow  # ~7 s of processes; the quick tier resumes from a saved checkpoint
 def test_resume_after_a_kill_gives_the_uninterrupted_result(tmp_path):
     path = tmp_path / "run.npz"
     script = SCRIPTS / "pmap_checkpoint.py"

@@ -963,6 +963,7 @@ def test_a_diverged_run_leaks_no_overflow_warning(tmp_path):
     assert "Warning" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # two device processes, ~6 s
 def test_device_runs_of_mixed_groups_and_diverged_wall_time(tmp_path):
     """One group per device; a diverged device run reports the time it ran, not NaN."""
     mixed = _cli_process("run --backend pmap --devices 2 --simulate-devices --rule mixed "
@@ -1071,6 +1072,7 @@ def test_ctrl_c_stops_free_running_threads(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == "asynclab: interrupted"
 
 
+@pytest.mark.slow  # a second interrupted process; the quick tier interrupts one
 def test_ctrl_c_with_a_checkpoint_says_how_to_resume(tmp_path):
     checkpoint = tmp_path / "run.npz"
     argv = ["run", "--backend", "pmap", "--devices", "2", "--simulate-devices", "--commits",

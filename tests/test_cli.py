@@ -122,6 +122,7 @@ def test_demo_prints_a_summary_and_writes_a_plot(tmp_path, capsys):
     assert png.stat().st_size > 10_000
 
 
+@pytest.mark.slow  # a figure's quick build, ~6 s, like every figure's in the slow tier
 def test_figures_build_into_the_current_folder_outside_a_checkout(tmp_path, monkeypatch,
                                                                    capsys):
     # an installed package: no figures/ folder here, so the figure lands where we stand

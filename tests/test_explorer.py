@@ -162,6 +162,7 @@ CONTROL_MOVES = [
 ]
 
 
+@pytest.mark.slow  # ~20 s: 22 runs and redraws; the quick tests move each kind of control
 def test_every_control_changes_the_picture_without_an_error(explorer):
     moved = {name for name, _ in CONTROL_MOVES}
     assert moved == set(explorer.controls), "a control the test does not move"

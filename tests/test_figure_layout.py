@@ -21,7 +21,8 @@ from asynclab.figures import FIGURES, build, draw_saved, produce, redraw
 from asynclab.plot._style import panel_count
 
 # one module fixture draws every figure: the file's tests share it on one xdist worker
-pytestmark = pytest.mark.xdist_group("figure_layout")
+# drawing every figure and companion takes ~20 s of matplotlib: the slow tier
+pytestmark = [pytest.mark.xdist_group("figure_layout"), pytest.mark.slow]
 
 DATA = Path(__file__).resolve().parents[1] / "figures" / "data"
 SHIPPED = DATA.parent

@@ -52,8 +52,8 @@ def test_model_averaging_seeds_alone_and_among_many():
     assert np.ptp(alone.final_params[:, 0]) > 0.1
 
 
-@pytest.mark.parametrize("rule_name", [
-    "downpour", pytest.param("model_averaging", marks=pytest.mark.slow)])
+@pytest.mark.slow  # two net programs, ~9 s; Beale's seeds alone and among many stay quick
+@pytest.mark.parametrize("rule_name", ["downpour", "model_averaging"])
 def test_a_net_seed_alone_and_among_many(rule_name):
     """A small MLP on digits: the batch sums of its gradient and loss."""
     problem = asynclab.problems.get_problem("digits", model="mlp:32", workers=4,

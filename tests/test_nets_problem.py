@@ -53,9 +53,13 @@ def test_replay_equals_a_plain_sgd_loop_on_the_same_batches():
         logits = jnp.matmul(hidden, p["layer1"]["w"], precision="highest") + p["layer1"]["b"][None]
         return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(rows.size), y[rows]])
 
-    for step in range(lam * commits):
+    @jax.jit  # one compilation for the loop's steps (run eagerly, they took ~10 s)
+    def sgd_step(params, step):
         rows = batch_indices(shards.index, shards.lengths, worker_keys[0], 0, step, 8)
-        params = jax.tree.map(lambda p, g: p - lr * g, params, jax.grad(loss)(params, rows))
+        return jax.tree.map(lambda p, g: p - lr * g, params, jax.grad(loss)(params, rows))
+
+    for step in range(lam * commits):
+        params = sgd_step(params, step)
     for layer in ("layer0", "layer1"):
         for name in ("w", "b"):
             np.testing.assert_allclose(result.final_params[layer][name][0],
