@@ -37,8 +37,42 @@ def row(tree, i):
 
 
 def put_row(tree, i, new):
-    """``tree`` with row ``i`` of every leaf replaced by ``new``."""
-    return jax.tree.map(lambda x, r: x.at[i].set(r), tree, new)
+    """``tree`` with row ``i`` of every leaf replaced by ``new``; ``i`` must be a row.
+
+    One dynamic update slice per leaf, also under ``vmap`` over runs that share ``i``
+    (:func:`_row_writer`)."""
+    return jax.tree.map(lambda x, r: _row_writer(0)(x, i, r), tree, new)
+
+
+@functools.cache
+def _row_writer(axis: int):
+    """``(x, i, r) ->`` ``x`` with entry ``i`` of axis ``axis`` replaced by ``r``.
+
+    ``vmap`` of a dynamic update slice is a scatter, which XLA compiles to a select that
+    reads the old entry first (it drops an update out of bounds): on a net, one more pass
+    over a worker's parameters per event. Where the runs share ``i`` (one schedule for
+    the batch), this writes the entry of every run with one dynamic update slice of the
+    next axis instead; an ``i`` of its own per run keeps the scatter.
+    """
+
+    def plain(x, i, r):
+        return jax.lax.dynamic_update_index_in_dim(x, r, i, axis)
+
+    write = jax.custom_batching.custom_vmap(plain)
+
+    @write.def_vmap
+    def write_batched(axis_size, in_batched, x, i, r):
+        x_batched, i_batched, r_batched = in_batched
+        if i_batched:
+            return jax.vmap(plain, in_axes=(0 if x_batched else None, 0,
+                                            0 if r_batched else None))(x, i, r), True
+        if not x_batched:
+            x = jnp.broadcast_to(x, (axis_size,) + x.shape)
+        if not r_batched:
+            r = jnp.broadcast_to(r, (axis_size,) + r.shape)
+        return _row_writer(axis + 1)(x, i, r), True
+
+    return write
 
 
 def select(keep, new, old):

@@ -183,8 +183,11 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
 
         def prepare(params, key, worker, first_step, count):
             del params
-            steps = first_step + jnp.arange(count, dtype=jnp.int32)
-            rows = jax.vmap(lambda s: rows_of(key, worker, s))(steps)
+            if count == 1:  # without vmap, the draw's epoch branch stays a branch
+                rows = rows_of(key, worker, first_step)[None]
+            else:
+                steps = first_step + jnp.arange(count, dtype=jnp.int32)
+                rows = jax.vmap(lambda s: rows_of(key, worker, s))(steps)
             return key, first_step, rows
 
         def gradient(params, window, j):

@@ -1,0 +1,98 @@
+"""The replay's per-event bookkeeping in its cheap forms: a worker's row written with one
+dynamic update slice under ``vmap``, the workers' step counts held once for a batch that
+shares its schedule, a net's one-step batch draw without ``vmap``. Each must compute
+what the general form computes."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import asynclab
+from asynclab.cluster import Cluster
+from asynclab.engine import replay, schedule
+from asynclab.engine._core import put_row
+from asynclab.problems import get_problem
+from asynclab.problems._datasets import load_dataset
+from asynclab.problems._shards import batch_indices, make_shards
+
+
+def _numpy_put(x, i, r):
+    out = np.array(x, copy=True)
+    out[i] = r
+    return out
+
+
+def test_put_row_under_vmap_writes_each_runs_row():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 4, 3)).astype(np.float32)  # 5 runs of 4 rows
+    r = rng.normal(size=(5, 3)).astype(np.float32)
+    one = {"a": x}
+
+    # one row for every run (a shared schedule): the dynamic update slice of the next axis
+    got = jax.jit(jax.vmap(lambda t, new: put_row(t, 2, {"a": new})))(one, r)["a"]
+    want = np.stack([_numpy_put(x[s], 2, r[s]) for s in range(5)])
+    np.testing.assert_array_equal(got, want)
+
+    # a row of its own per run: the scatter
+    rows = np.array([0, 3, 1, 1, 2], np.int32)
+    got = jax.vmap(lambda t, i, new: put_row(t, i, {"a": new}))(one, rows, r)["a"]
+    want = np.stack([_numpy_put(x[s], rows[s], r[s]) for s in range(5)])
+    np.testing.assert_array_equal(got, want)
+
+    # one table for every run, each its own new row; and two vmaps (grid points x seeds)
+    got = jax.vmap(lambda new: put_row({"a": x[0]}, 3, {"a": new}))(r)["a"]
+    np.testing.assert_array_equal(got, np.stack([_numpy_put(x[0], 3, r[s]) for s in range(5)]))
+    xx = np.stack([x, x + 1])  # (2, 5, 4, 3)
+    rr = np.stack([r, r - 1])
+    nested = jax.vmap(jax.vmap(lambda t, new: put_row(t, 1, new)))(xx, rr)
+    np.testing.assert_array_equal(nested, np.stack([[_numpy_put(xx[g, s], 1, rr[g, s])
+                                                     for s in range(5)] for g in range(2)]))
+
+
+def _run_dependent_counts(rule):
+    """``rule`` with step counts that depend on the run's parameters as far as tracing can
+    tell (the added count is 0 unless a parameter passes 1e30, which none does)."""
+    local = rule.local
+
+    def counted(worker, gradient, key, worker_id):
+        after = local(worker, gradient, key, worker_id)
+        leaf = jax.tree.leaves(after.params)[0]
+        extra = (jnp.max(jnp.abs(leaf)) > 1e30).astype(after.steps.dtype)
+        return after._replace(steps=after.steps + extra)
+
+    return rule._replace(local=counted, structure=None)
+
+
+@pytest.mark.parametrize("name", ["downpour", "easgd"])
+def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name):
+    # a rule whose counts might differ between runs keeps a count per run; the numbers
+    # are the catalogue rule's, whose counts the batch holds once
+    rule = asynclab.rules.make_rule(name, learning_rate=1e-3)
+    problem = asynclab.problems.beale()
+    trace = schedule(rule, Cluster(4), commits=120, rng=1)
+    kwargs = dict(seeds=range(3), noise=1.0, record_every=30,
+                  progress=False)
+    held_once = replay(rule, problem, trace, **kwargs)
+    per_run = replay(_run_dependent_counts(rule), problem, trace, **kwargs)
+    for key in ("loss", "final_params", "diverged_at", "center_path", "center_share"):
+        np.testing.assert_array_equal(getattr(per_run, key), getattr(held_once, key),
+                                      err_msg=key)
+
+
+def test_a_nets_one_step_draw_is_the_batch_of_its_step():
+    # λ = 1 draws its batch without vmap; at an epoch's end the batch reaches into the
+    # next epoch's order (digits: shards of about 360 examples, batches of 16)
+    problem = get_problem("digits", model="mlp:8", workers=4, batch_size=16)
+    shards = make_shards(load_dataset("digits", seed=0).y_train, 4, "iid", seed=0)
+    key = jax.random.key(7)
+    prepare = jax.jit(lambda w, s: problem.oracle(0.0).prepare(None, key, w, s, 1)[2])
+    steps = np.arange(70)
+    for worker in (0, 3):
+        length = int(shards.lengths[worker])
+        straddle = (steps * 16) // length != (steps * 16 + 15) // length
+        assert straddle.sum() >= 2, straddle.sum()  # the two-epoch branch is taken
+        want = jax.jit(jax.vmap(lambda s, w=worker: batch_indices(
+            shards.index, shards.lengths, key, w, s, 16)))(steps)
+        for step in steps:
+            np.testing.assert_array_equal(prepare(worker, step)[0], want[step])
