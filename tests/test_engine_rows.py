@@ -1,7 +1,7 @@
 """The replay's per-event bookkeeping in its cheap forms: a worker's row written with one
 dynamic update slice under ``vmap``, the workers' step counts held once for a batch that
-shares its schedule, a net's one-step batch draw without ``vmap``. Each must compute
-what the general form computes."""
+shares its schedule, a net's batch draws without ``vmap`` over its steps. Each must
+compute what the general form computes."""
 
 import jax
 import jax.numpy as jnp
@@ -80,19 +80,22 @@ def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name):
                                       err_msg=key)
 
 
-def test_a_nets_one_step_draw_is_the_batch_of_its_step():
-    # λ = 1 draws its batch without vmap; at an epoch's end the batch reaches into the
-    # next epoch's order (digits: shards of about 360 examples, batches of 16)
+@pytest.mark.parametrize("count", [1, 5])
+def test_a_nets_batch_draws_are_the_batches_of_their_steps(count):
+    # a net's local work draws the batches of its λ steps at once (one step alone, more
+    # in a loop on a CPU): each is batch_indices of its step; at an epoch's end a batch
+    # reaches into the next epoch's order (digits: shards of about 360 examples, batches
+    # of 16)
     problem = get_problem("digits", model="mlp:8", workers=4, batch_size=16)
     shards = make_shards(load_dataset("digits", seed=0).y_train, 4, "iid", seed=0)
     key = jax.random.key(7)
-    prepare = jax.jit(lambda w, s: problem.oracle(0.0).prepare(None, key, w, s, 1)[2])
+    prepare = jax.jit(lambda w, s: problem.oracle(0.0).prepare(None, key, w, s, count)[2])
     steps = np.arange(70)
     for worker in (0, 3):
         length = int(shards.lengths[worker])
         straddle = (steps * 16) // length != (steps * 16 + 15) // length
         assert straddle.sum() >= 2, straddle.sum()  # the two-epoch branch is taken
         want = jax.jit(jax.vmap(lambda s, w=worker: batch_indices(
-            shards.index, shards.lengths, key, w, s, 16)))(steps)
-        for step in steps:
-            np.testing.assert_array_equal(prepare(worker, step)[0], want[step])
+            shards.index, shards.lengths, key, w, s, 16)))(np.arange(70 + count))
+        for first in steps:
+            np.testing.assert_array_equal(prepare(worker, first), want[first:first + count])

@@ -183,10 +183,16 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
 
         def prepare(params, key, worker, first_step, count):
             del params
-            if count == 1:  # without vmap, the draw's epoch branch stays a branch
+            # The draw reaches into the next epoch's order only at an epoch's end: a
+            # branch, which vmap over the steps would turn into computing both orders
+            # every step. One step draws alone; on a CPU several draw in a loop (5-14 %
+            # faster for λ = 8 on MNIST than vmap); an accelerator draws them at once.
+            steps = first_step + jnp.arange(count, dtype=jnp.int32)
+            if count == 1:
                 rows = rows_of(key, worker, first_step)[None]
+            elif jax.default_backend() == "cpu":
+                rows = jax.lax.map(lambda s: rows_of(key, worker, s), steps)
             else:
-                steps = first_step + jnp.arange(count, dtype=jnp.int32)
                 rows = jax.vmap(lambda s: rows_of(key, worker, s))(steps)
             return key, first_step, rows
 
