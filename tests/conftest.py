@@ -5,8 +5,8 @@ CPU devices can deadlock, which would abort the whole run), so nothing here asks
 several devices.
 
 Two tiers. ``python -m pytest`` runs the quick tier; tests marked ``slow`` (study-sized:
-every figure's quick build and layout, the notebooks, the device executor across every rule, the
-README's examples) run with ``--slow`` too. The browser test skips where Debian's
+every figure's quick build and layout, the notebooks, the device executor across every
+rule, the README's examples) run with ``--slow`` too. The browser test skips where Debian's
 Chromium is missing unless ``ASYNCLAB_REQUIRE_BROWSER=1``. ``.ci/run`` runs everything:
 ``ASYNCLAB_REQUIRE_BROWSER=1 python -m pytest --slow``.
 
@@ -60,5 +60,4 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(
             "the slow tier (every figure's quick build and layout, the notebooks, the device "
             "executor across every rule, the README's and docs' examples, the browser) was "
-            "not run: "
-            "`python -m pytest --slow` runs it")
+            "not run: `python -m pytest --slow` runs it")

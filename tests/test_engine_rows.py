@@ -10,7 +10,7 @@ import pytest
 
 import asynclab
 from asynclab.cluster import Cluster
-from asynclab.engine import replay, schedule
+from asynclab.engine import _events, replay, schedule
 from asynclab.engine._core import put_row
 from asynclab.problems import get_problem
 from asynclab.problems._datasets import load_dataset
@@ -65,16 +65,27 @@ def _run_dependent_counts(rule):
 
 
 @pytest.mark.parametrize("name", ["downpour", "easgd"])
-def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name):
+def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypatch):
     # a rule whose counts might differ between runs keeps a count per run; the numbers
     # are the catalogue rule's, whose counts the batch holds once
+    held = []
+    decide = _events._shared_steps
+
+    def observed(*args):
+        per_run, held_once = decide(*args)
+        held.append(held_once)
+        return per_run, held_once
+
+    monkeypatch.setattr(_events, "_shared_steps", observed)
     rule = asynclab.rules.make_rule(name, learning_rate=1e-3)
-    problem = asynclab.problems.beale()
+    # a problem object of its own: its programs are compiled (and traced) here
+    problem = asynclab.problems.beale()._replace()
     trace = schedule(rule, Cluster(4), commits=120, rng=1)
-    kwargs = dict(seeds=range(3), noise=1.0, record_every=30,
-                  progress=False)
+    kwargs = dict(seeds=range(3), noise=1.0, record_every=30, progress=False)
     held_once = replay(rule, problem, trace, **kwargs)
+    assert held == [True]
     per_run = replay(_run_dependent_counts(rule), problem, trace, **kwargs)
+    assert held == [True, False]
     for key in ("loss", "final_params", "diverged_at", "center_path", "center_share"):
         np.testing.assert_array_equal(getattr(per_run, key), getattr(held_once, key),
                                       err_msg=key)

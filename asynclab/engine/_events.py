@@ -312,11 +312,15 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     record = jax.vmap(lambda c, d, i: recorded_loss(loss, c, d, i), in_axes=(0, 0, axis))
 
     def chunk(carry: Carry, worker_keys, events, values):
-        per_run, batch = batched, carry.diverged_at.shape[0]
+        batch, held_once = carry.diverged_at.shape[0], False
         if shared:
-            per_run, carry = _shared_steps(event, batched, carry, worker_keys, events,
-                                           values, arrays)
-        if not shared:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
+            per_run, held_once = _shared_steps(event, batched, carry, worker_keys, events,
+                                               values, arrays)
+            if held_once:
+                carry = carry._replace(workers=carry.workers._replace(
+                    steps=carry.workers.steps[0]))
+        else:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
+            per_run = batched
             events = tuple(jnp.moveaxis(a, 0, 2) for a in events)
 
         def block(carry, block_events):
@@ -342,7 +346,7 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
             return carry, (value, center if record_paths else None, paths, metrics)
 
         carry, out = jax.lax.scan(block, carry, events)
-        if carry.workers.steps.ndim == 1:  # back to one count per run
+        if held_once:  # back to one count per run
             steps = jnp.broadcast_to(carry.workers.steps, (batch,) + carry.workers.steps.shape)
             carry = carry._replace(workers=carry.workers._replace(steps=steps))
         # records (blocks, B, ...) -> (B, blocks, ...)
@@ -352,9 +356,11 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
 
 
 def _shared_steps(event, batched, carry: Carry, worker_keys, events, values, arrays: int):
-    """``(per_run, carry)`` with the workers' local step counts held once for the batch,
-    where the batch shares one event sequence and the rule's counts do not depend on the
-    run (every rule of the catalogue).
+    """``(per_run, held_once)``: the event ``vmap``-ed over a batch that shares one event
+    sequence, with the workers' local step counts held once for the batch (their first
+    run's, the same in every run: they start at 0 and advance with the shared events)
+    where the rule's counts do not depend on the run (every rule of the catalogue), else
+    ``batched``, the counts per run.
 
     The counts select each step's mini-batch; held per run, they make every
     data-dependent branch of the batch draw (``batch_indices``: a second epoch's
@@ -363,18 +369,17 @@ def _shared_steps(event, batched, carry: Carry, worker_keys, events, values, arr
     counts do depend on the run (a traced hyperparameter deciding how many steps a
     worker takes), tracing says so and the counts stay per run.
     """
-    steps = carry.workers.steps
-    one = carry._replace(workers=carry.workers._replace(steps=steps[0]))
+    one = carry._replace(workers=carry.workers._replace(steps=carry.workers.steps[0]))
     axes = jax.tree.map(lambda _: 0, carry)
     axes = axes._replace(workers=axes.workers._replace(steps=None))
-    per_run = jax.vmap(event, in_axes=(axes, 0) + (None,) * arrays + (0,),
-                       out_axes=(axes, 0, 0))
+    held = jax.vmap(event, in_axes=(axes, 0) + (None,) * arrays + (0,),
+                    out_axes=(axes, 0, 0))
     first = jax.tree.map(lambda e: e[0, 0], events)
     try:
-        jax.eval_shape(per_run, one, worker_keys, *first, values)
-    except ValueError:  # the counts of this rule are per run
-        return batched, carry
-    return per_run, one
+        jax.eval_shape(held, one, worker_keys, *first, values)
+    except ValueError:  # vmap: the counts come out batched, so they are per run
+        return batched, False
+    return held, True
 
 
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
