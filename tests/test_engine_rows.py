@@ -1,7 +1,7 @@
 """The replay's per-event bookkeeping in its cheap forms: a worker's row written with one
 dynamic update slice under ``vmap``, the workers' step counts held once for a batch that
-shares its schedule, a net's batch draws without ``vmap`` over its steps. Each must
-compute what the general form computes."""
+shares its schedule, a net's batch draws without ``vmap`` over its steps, a run alone
+without ``vmap`` at all. Each must compute what the general form computes."""
 
 import jax
 import jax.numpy as jnp
@@ -110,3 +110,58 @@ def test_a_nets_batch_draws_are_the_batches_of_their_steps(count):
             shards.index, shards.lengths, key, w, s, 16)))(np.arange(70 + count))
         for first in steps:
             np.testing.assert_array_equal(prepare(worker, first), want[first:first + count])
+
+
+@pytest.mark.parametrize("name, learning_rate, noise", [
+    ("downpour", 1e-3, 1.0),          # every run finite
+    ("downpour", 6e-3, 400.0),        # seeds 1 and 5 diverge (at events 23 and 14), 0 not
+    ("model_averaging", 2e-2, 2500.0),  # every run diverges, each at its own round
+])
+def test_a_run_alone_is_its_row_of_a_batch(name, learning_rate, noise, monkeypatch):
+    # a replay of one run leaves out vmap (_one_run); its numbers are its row of a batch
+    # of several: records, paths, movement, divergence and the kept centre
+    monkeypatch.setattr(_events, "ALONE_MIN_PARAMETERS", 0)  # Beale's 2 parameters
+    alone_calls = []
+    one_run = _events._one_run
+    monkeypatch.setattr(_events, "_one_run",
+                        lambda tree: alone_calls.append(1) or one_run(tree))
+    rule = asynclab.rules.make_rule(name, learning_rate=learning_rate)
+    problem = asynclab.problems.beale()._replace()  # its own programs, traced here
+    trace = schedule(rule, Cluster(4), commits=120, rng=2)
+    kwargs = dict(noise=noise, record_every=30, record_paths=True, progress=False)
+    among = replay(rule, problem, trace, seeds=[0, 1, 5], **kwargs)
+    assert not alone_calls
+    if learning_rate == 6e-3:
+        np.testing.assert_array_equal(among.diverged_at, [-1, 23, 14])
+    for row, seed in enumerate(among.seeds):
+        alone = replay(rule, problem, trace, seeds=[seed], **kwargs)
+        for key in ("loss", "final_params", "diverged_at", "center_path", "worker_path",
+                    "center_share"):
+            got, want = getattr(alone, key), getattr(among, key)
+            if want is None:
+                assert got is None, key
+                continue
+            np.testing.assert_array_equal(got, want[row:row + 1], err_msg=f"{key}, seed {seed}")
+    assert alone_calls  # the one-run program was traced (once: the seeds share it)
+
+
+@pytest.mark.slow  # ~6 s of compiling; Beale's runs alone (above) stay quick
+def test_a_net_run_alone_is_its_row_of_a_batch(monkeypatch):
+    # the same for a net (a data problem: validation metrics at each record)
+    monkeypatch.setattr(_events, "ALONE_MIN_PARAMETERS", 0)
+    problem = get_problem("digits", model="mlp:16", workers=2, batch_size=8)._replace()
+    rule = asynclab.rules.downpour(0.05)
+    trace = schedule(rule, Cluster(2), commits=40, rng=0)
+    kwargs = dict(record_every=20, progress=False)
+    alone, among = replay(rule, problem, trace, seeds=[1], **kwargs), \
+        replay(rule, problem, trace, seeds=[0, 1], **kwargs)
+    for a, b in zip(jax.tree.leaves(alone.final_params), jax.tree.leaves(among.final_params),
+                    strict=True):
+        np.testing.assert_array_equal(a, b[1:])
+    # the recorded losses and metrics are means over data sets, summed in another order
+    # for another batch shape: to the last bits
+    np.testing.assert_allclose(alone.loss, among.loss[1:], rtol=1e-6)
+    assert alone.metrics.keys() == among.metrics.keys() and alone.metrics
+    for key, value in alone.metrics.items():
+        np.testing.assert_allclose(value, among.metrics[key][1:], rtol=1e-6, err_msg=key)
+    assert alone.loss[0, -1] < alone.loss[0, 0]

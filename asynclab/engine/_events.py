@@ -309,18 +309,27 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     """
     axis = None if shared else 0
     batched = jax.vmap(event, in_axes=(0, 0) + (axis,) * arrays + (0,))
-    record = jax.vmap(lambda c, d, i: recorded_loss(loss, c, d, i), in_axes=(0, 0, axis))
+    def single_record(center, diverged_at, last_index):
+        return recorded_loss(loss, center, diverged_at, last_index)
+
+    record = jax.vmap(single_record, in_axes=(0, 0, axis))
 
     def chunk(carry: Carry, worker_keys, events, values):
         batch, held_once = carry.diverged_at.shape[0], False
-        if shared:
+        size = sum(leaf.size for leaf in jax.tree.leaves(carry.center)) // batch
+        alone = shared and batch == 1 and size >= ALONE_MIN_PARAMETERS
+        if alone:  # one run: no vmap (see _one_run); the batch axis goes, and comes back
+            per_run, record_of, evaluate_of = event, single_record, evaluate
+            carry, worker_keys, values = _one_run((carry, worker_keys, values))
+        elif shared:
             per_run, held_once = _shared_steps(event, batched, carry, worker_keys, events,
                                                values, arrays)
+            record_of, evaluate_of = record, evaluate and jax.vmap(evaluate)
             if held_once:
                 carry = carry._replace(workers=carry.workers._replace(
                     steps=carry.workers.steps[0]))
         else:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
-            per_run = batched
+            per_run, record_of, evaluate_of = batched, record, evaluate and jax.vmap(evaluate)
             events = tuple(jnp.moveaxis(a, 0, 2) for a in events)
 
         def block(carry, block_events):
@@ -331,7 +340,7 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
             carry, paths = jax.lax.scan(step, carry, block_events,
                                         unroll=min(unroll, block_events[0].shape[0]))
             center = reported_center(carry)
-            value, diverged_at = record(center, carry.diverged_at, block_events[2][-1])
+            value, diverged_at = record_of(center, carry.diverged_at, block_events[2][-1])
             # a loss that overflows while the centre is finite ends the run here
             fresh = (diverged_at >= 0) & (carry.diverged_at < 0)
             carry = carry._replace(diverged_at=diverged_at, stopped=carry.stopped | fresh,
@@ -340,12 +349,14 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
             if evaluate is not None:
                 gone = carry.diverged_at >= 0
                 metrics = {k: jnp.where(gone, jnp.nan, v)
-                           for k, v in jax.vmap(evaluate)(center).items()}
-            if paths is not None:  # (k, B, ...) -> (B, k, ...)
+                           for k, v in evaluate_of(center).items()}
+            if paths is not None and not alone:  # (k, B, ...) -> (B, k, ...)
                 paths = jnp.moveaxis(paths, 1, 0)
             return carry, (value, center if record_paths else None, paths, metrics)
 
         carry, out = jax.lax.scan(block, carry, events)
+        if alone:  # records (blocks, ...) -> (1, blocks, ...)
+            return jax.tree.map(lambda x: x[None], (carry, out))
         if held_once:  # back to one count per run
             steps = jnp.broadcast_to(carry.workers.steps, (batch,) + carry.workers.steps.shape)
             carry = carry._replace(workers=carry.workers._replace(steps=steps))
@@ -353,6 +364,26 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
         return carry, jax.tree.map(lambda x: jnp.moveaxis(x, 1, 0), out)
 
     return chunk
+
+
+#: A replay of one run with at least this many parameters runs its events as written,
+#: without ``vmap`` (:func:`_one_run`). Batched with a leading axis of one, a net compiles
+#: differently on a CPU: XLA copied each convolution's input patches before stacking
+#: them and fused the max pool's gradient apart from its consumers. Measured on the 2-core
+#: CPU, one seed, side by side: the CNN of ``benchmarks/peers.py`` (582,026 parameters)
+#: 0.73x -> 0.91x its plain-JAX loop, the MLP of ``benchmarks/nets.py`` (203,530) 0.68x ->
+#: 0.91x its hand-written loop; below, the two forms went either way by run (Beale's 2
+#: parameters 5-14 % slower without vmap, a 1,000-dimensional quadratic 9 % faster, a
+#: 10,000-dimensional one 12 % slower), so small problems keep the vmap.
+ALONE_MIN_PARAMETERS = 100_000
+
+
+def _one_run(tree):
+    """A batch of one run without its batch axis: the axis goes once per chunk, outside
+    the loop (so that the loop still updates its state in place), and comes back after
+    it. The arithmetic of the run is the same as in a batch of many, so a seed's numbers
+    do not depend on it (``tests/test_engine_rows.py``, ``tests/test_launch_size.py``)."""
+    return jax.tree.map(lambda a: a[0], tree)
 
 
 def _shared_steps(event, batched, carry: Carry, worker_keys, events, values, arrays: int):
