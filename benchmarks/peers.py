@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -237,6 +238,93 @@ def run_asynclab(seeds: int, updates: int, runs_per_call: int | None = None) -> 
             "seconds": [first, second]}
 
 
+# ------------------------------------------------------------------------ plain JAX
+
+
+@functools.cache
+def _by_hand(seeds: int, updates: int):
+    """The plain-JAX runs of :func:`_by_hand_once` as one call that returns each seed's
+    final loss on a batch (built once, so that a second call is compiled)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    from asynclab.cluster import Cluster, ComputeTime, heterogeneous, simulate_async
+    from asynclab.problems._datasets import load_dataset
+    from asynclab.problems._models import model_loss, parse_model
+
+    data = load_dataset("mnist", seed=0)
+    x, y = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
+    model = parse_model(MODEL, x.shape[1:], 10)
+    grad = jax.grad(model_loss(model))
+    adam = optax.adam(LEARNING_RATE)
+    cluster = Cluster(CLIENTS, compute=ComputeTime("constant", mean=1.0),
+                      time_scale=heterogeneous(CLIENTS, SLOWDOWN_SIGMA, 0))
+    workers = jnp.asarray(simulate_async(cluster, commits=updates, rng=0).worker)
+
+    def run(key):
+        center = model.init(key)
+        copies = jax.tree.map(lambda a: jnp.broadcast_to(a, (CLIENTS,) + a.shape), center)
+        moments = jax.vmap(adam.init)(copies)
+
+        def local(carry, key):
+            params, state = carry
+            rows = jax.random.randint(key, (BATCH,), 0, x.shape[0])
+            step, state = adam.update(grad(params, x[rows], y[rows]), state, params)
+            return (optax.apply_updates(params, step), state), None
+
+        def commit(carry, event):
+            center, copies, moments = carry
+            k, key = event
+            pulled = jax.tree.map(lambda a: a[k], copies)
+            mine = jax.tree.map(lambda a: a[k], moments)
+            (params, mine), _ = jax.lax.scan(local, (pulled, mine),
+                                             jax.random.split(key, LOCAL_STEPS))
+            center = jax.tree.map(lambda c, p, q: c + (p - q), center, params, pulled)
+            copies = jax.tree.map(lambda a, c: a.at[k].set(c), copies, center)
+            moments = jax.tree.map(lambda a, m: a.at[k].set(m), moments, mine)
+            return (center, copies, moments), None
+
+        keys = jax.random.split(jax.random.fold_in(key, 1), updates)
+        center = jax.lax.scan(commit, (center, copies, moments), (workers, keys))[0][0]
+        return model_loss(model)(center, x[:BATCH], y[:BATCH])
+
+    keys = jax.random.split(jax.random.key(0), seeds)
+    fn = jax.jit(jax.vmap(run)) if seeds > 1 else jax.jit(lambda k: run(k[0])[None])
+    return lambda: fn(keys)
+
+
+def _by_hand_once(seeds: int, updates: int) -> float:
+    """The same local work in plain JAX without asynclab's engine: what JAX itself does
+    with this net on this machine, the ceiling of asynclab's rows.
+
+    A hand-written DOWNPOUR loop (``lax.scan`` over the updates, ``vmap`` over the seeds):
+    the committing worker (the same order as asynclab's schedule) takes 10 Adam steps
+    (``optax.adam``, its moments kept per worker) from the centre it pulled, on batches
+    of 64 drawn with ``jax.random.randint`` from the shipped MNIST; the centre adds its
+    step and the worker pulls. The net is asynclab's model of the same spec (its im2col
+    convolution, the fastest JAX formulation in ``benchmarks/convolutions.py``). No
+    server state, no records, no divergence guard, no schedule-driven batch draw. The
+    first call includes loading the data and compiling, as asynclab's first call does.
+    """
+    import numpy as np
+
+    start = time.perf_counter()
+    loss = np.asarray(_by_hand(seeds, updates)())
+    seconds = time.perf_counter() - start
+    if loss.shape != (seeds,) or not np.all(np.isfinite(loss)):
+        raise RuntimeError("the plain JAX loop did not end with a finite loss")
+    return seconds
+
+
+def run_by_hand(seeds: int, updates: int) -> dict:
+    """One call (compilation included), then the same again (compiled)."""
+    import jax
+
+    return {"tool": "jax", "jax": jax.__version__, "seeds": seeds,
+            "seconds": [_by_hand_once(seeds, updates), _by_hand_once(seeds, updates)]}
+
+
 # ------------------------------------------------------------------------ the table
 
 
@@ -272,6 +360,9 @@ def main(argv=None) -> None:
                         "many seeds of this CNN need ~106 MB each at once")
     parser.add_argument("--peer-python", default=None, metavar="PYTHON",
                         help="an interpreter with appfl and torch, for the peer's rows")
+    parser.add_argument("--no-by-hand", dest="by_hand", action="store_false",
+                        help="skip the plain-JAX rows (the same local work written by hand "
+                        "without asynclab: the ceiling of asynclab's rows)")
     parser.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.updates = args.updates or (20 if args.quick else UPDATES)
@@ -314,6 +405,10 @@ def main(argv=None) -> None:
         at_once = f"{calls} at a time" if calls else "at once"
         row(f"asynclab (jax {result['jax']}), {seeds} seed(s) {at_once}", seeds,
             steps * seeds / first, steps * seeds / second)
+        if args.by_hand:
+            first, second = run_by_hand(seeds, args.updates)["seconds"]
+            row(f"plain JAX by hand (no asynclab), {seeds} seed(s) at once", seeds,
+                steps * seeds / first, steps * seeds / second)
     print("steps/s: local steps applied per second of wall clock, all seeds together "
           "(start-up and compilation included; per seed for one seed); compiled: "
           "asynclab's second identical call; vs peer: the first column against the "

@@ -43,7 +43,10 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
             replica-updates/s for (c), worker-steps/s for (h) (one call, and two calls at
             once, as the study runs two cells at a time on a CPU), and the whole
             model_averaging_mc figure's time at that rate. A check first: each loop
-            ends where the replay ends.
+            ends where the replay ends. Beside the DOWNPOUR floor, the same loop in two
+            other forms (the same numbers): its state laid out seeds first, as the
+            replay lays it out, and written for one seed and ``vmap``-ed over the seeds,
+            as the replay runs a rule: how much of the floor's speed is its layout.
 (j) reduce  the workloads of (c), (h) and a small net replayed as compiled by default
             (``asynclab.engine._core.CPU_COMPILER_OPTIONS``: XLA's own loops for
             reductions) beside XLA's default on a CPU (its YNNPACK library for
@@ -479,6 +482,76 @@ def downpour_floor(learning_rate, noise, n_workers):
     return run
 
 
+def downpour_seeds_first(learning_rate, noise, n_workers):
+    """:func:`downpour_floor`'s loop with its state laid out as the replay lays it out,
+    seeds first: the centre ``(S, 2)``, the pulled centres ``(S, n, 2)`` (the same
+    arithmetic, the same numbers): how much of the floor's speed is its layout."""
+    gradient = beale_gradient_xy
+    sigma = np.float32(np.sqrt(noise))
+    step_size = np.float32(-learning_rate)
+
+    @functools.partial(jax.jit, compiler_options=_floor_options())
+    def run(worker_keys, start, order):
+        k0, k1 = worker_keys  # (n, S) each
+        center = jnp.broadcast_to(start, (k0.shape[1], 2))
+        pulled = jnp.broadcast_to(center[:, None], (k0.shape[1], n_workers, 2))
+        steps = jnp.zeros(n_workers, jnp.uint32)
+
+        def event(carry, k):
+            center, pulled, steps = carry
+            mine = jax.lax.dynamic_index_in_dim(pulled, k, 1, keepdims=False)
+            gx, gy = gradient(mine[:, 0], mine[:, 1])
+            zx, zy = _seeds_last_noise(k0[k], k1[k], steps[k])
+            g = jnp.stack([gx + sigma * zx, gy + sigma * zy], axis=1)
+            center = center + ((mine + step_size * g) - mine)
+            return (center, jax.lax.dynamic_update_index_in_dim(pulled, center, k, 1),
+                    steps.at[k].add(1)), None
+
+        return jax.lax.scan(event, (center, pulled, steps), order)[0][0].T
+
+    return run
+
+
+def downpour_vmapped(learning_rate, noise, n_workers):
+    """:func:`downpour_floor`'s loop written for one seed (the centre ``(2,)``, the
+    pulled centres ``(n, 2)``) and ``vmap``-ed over the seeds inside the loop, as the
+    replay runs a rule: the engine's formulation without the engine's structure."""
+    from asynclab._random import _normal_from_bits, threefry2x32
+
+    gradient = beale_gradient_xy
+    sigma = np.float32(np.sqrt(noise))
+    step_size = np.float32(-learning_rate)
+    zero = np.uint32(0)
+
+    def one_seed(center, pulled, k0, k1, step, k):
+        mine = pulled[k]
+        gx, gy = gradient(mine[0], mine[1])
+        a0, a1 = threefry2x32(k0[k], k1[k], zero, step)
+        z = [_normal_from_bits(jnp.bitwise_xor(*threefry2x32(a0, a1, zero, np.uint32(c))))
+             for c in (0, 1)]
+        g = jnp.stack([gx + sigma * z[0], gy + sigma * z[1]])
+        center = center + ((mine + step_size * g) - mine)
+        return center, pulled.at[k].set(center)
+
+    seeds = jax.vmap(one_seed, in_axes=(0, 0, 0, 0, None, None))
+
+    @functools.partial(jax.jit, compiler_options=_floor_options())
+    def run(worker_keys, start, order):
+        k0, k1 = (w.T for w in worker_keys)  # (S, n) each
+        center = jnp.broadcast_to(start, (k0.shape[0], 2))
+        pulled = jnp.broadcast_to(center[:, None], (k0.shape[0], n_workers, 2))
+        steps = jnp.zeros(n_workers, jnp.uint32)
+
+        def event(carry, k):
+            center, pulled, steps = carry
+            center, pulled = seeds(center, pulled, k0, k1, steps[k], k)
+            return (center, pulled, steps.at[k].add(1)), None
+
+        return jax.lax.scan(event, (center, pulled, steps), order)[0][0].T
+
+    return run
+
+
 def averaging_floor(learning_rate, noise, n_workers):
     """Row (h)'s workload (Beale) hand-fused: ``fn(worker_keys[n, S], starts[n, 2, S], rounds) ->
     centre[2, S]``. Round 0 starts every worker at its own start, later rounds at the
@@ -543,7 +616,15 @@ def floor_rows(quick: bool):
     trace = trace_of(dp_commits)
     _, keys = _keys_seeds_last(range(dp_seeds), N_WORKERS)
     order = jnp.asarray(trace.worker)
+    layouts = {"seeds first": downpour_seeds_first(lr, NOISE, N_WORKERS),
+               "vmapped": downpour_vmapped(lr, NOISE, N_WORKERS)}
+    _, check_keys = _keys_seeds_last(range(8), N_WORKERS)
+    out["layout check"] = max(float(np.max(np.abs(np.asarray(
+        variant(check_keys, start, jnp.asarray(check_trace.worker))) - mine)))
+        for variant in layouts.values())
     fns = {"floor": lambda: floor(keys, start, order),
+           **{name: functools.partial(variant, keys, start, order)
+              for name, variant in layouts.items()},
            "engine": replay_fn(rule, problem, trace, range(dp_seeds)),
            "numpy": functools.partial(numpy_downpour, beale_gradient, problem.start, lr,
                                       NOISE, dp_commits)}
@@ -723,12 +804,20 @@ def print_floors(out):
           f"commits), {out['averaging check']:.1e} (model averaging, 8 seeds x 200 rounds)")
     print(f"    DOWNPOUR Beale n={N_WORKERS} λ=1 σ²={NOISE}, {seeds:,} seeds x {commits:,} "
           f"commits (replica-updates/s; ratio to the numpy loop, 1 seed)")
-    for what in ("numpy", "engine", "floor"):
+    for what in ("numpy", "engine", "floor", "seeds first", "vmapped"):
         label = {"numpy": "numpy event loop (a)", "engine": "asynclab replay (c)",
-                 "floor": "hand-fused floor"}[what]
+                 "floor": "hand-fused floor", "seeds first": "the floor laid out seeds first",
+                 "vmapped": "the floor per seed, vmapped"}[what]
         ratio = rates[what] / rates["numpy"]
-        mark = _floor_mark(rates, "the floor") if what == "engine" else ""
-        print(f"      {label:26} {rates[what]:12.4g} {ratio:8.3g}x{mark}")
+        if what == "engine":
+            mark = _floor_mark(rates, "the floor")
+        elif what in ("seeds first", "vmapped"):
+            mark = f"   {rates[what] / rates['floor']:.2f}x the floor"
+        else:
+            mark = ""
+        print(f"      {label:30} {rates[what]:12.4g} {ratio:8.3g}x{mark}")
+    print(f"      (the two layouts of the floor's loop end where it ends to "
+          f"{out['layout check']:.1e}: the same arithmetic)")
     seeds, rounds = out["averaging size"]
     rates = out["averaging"]
     full = mc_worker_steps(study.Config())
@@ -739,7 +828,7 @@ def print_floors(out):
         label = {"engine": "asynclab replay (h)", "floor": "hand-fused floor, 1 call",
                  "floor x2": "hand-fused floor, 2 at once"}[what]
         mark = _floor_mark(rates, "the 1-call floor") if what == "engine" else ""
-        print(f"      {label:26} {rates[what]:12.4g}   figure {full / rates[what]:8.0f} s{mark}")
+        print(f"      {label:30} {rates[what]:12.4g}   figure {full / rates[what]:8.0f} s{mark}")
 
 
 def _floor_mark(rates, floor: str) -> str:
