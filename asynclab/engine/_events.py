@@ -370,11 +370,11 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
 #: without ``vmap`` (:func:`_one_run`). Batched with a leading axis of one, a net compiles
 #: differently on a CPU: XLA copied each convolution's input patches before stacking
 #: them and fused the max pool's gradient apart from its consumers. Measured on the 2-core
-#: CPU, one seed, side by side: the CNN of ``benchmarks/peers.py`` (582,026 parameters)
-#: 0.73x -> 0.91x its plain-JAX loop, the MLP of ``benchmarks/nets.py`` (203,530) 0.68x ->
-#: 0.91x its hand-written loop; below, the two forms went either way by run (Beale's 2
-#: parameters 5-14 % slower without vmap, a 1,000-dimensional quadratic 9 % faster, a
-#: 10,000-dimensional one 12 % slower), so small problems keep the vmap.
+#: CPU, one seed, calls of the two forms interleaved: the CNN of ``benchmarks/peers.py``
+#: (582,026 parameters) went from 0.73x to 0.91x its plain-JAX loop, the MLP of
+#: ``benchmarks/nets.py`` (203,530) 1.05x faster; below, the two forms went either way by
+#: run (Beale's 2 parameters 5-14 % slower without vmap, a 1,000-dimensional quadratic 9 %
+#: faster, a 10,000-dimensional one 12 % slower), so small problems keep the vmap.
 ALONE_MIN_PARAMETERS = 100_000
 
 
