@@ -452,13 +452,16 @@ def _floor_options() -> dict:
     return dict(options) if jax.default_backend() == "cpu" and _options_supported(options) else {}
 
 
+def _floor_terms(learning_rate, noise):
+    """``(gradient, σ, −η)`` of the floors' loops (float32, as the replay computes)."""
+    return beale_gradient_xy, np.float32(np.sqrt(noise)), np.float32(-learning_rate)
+
+
 def downpour_floor(learning_rate, noise, n_workers):
     """Row (c)'s workload (Beale) hand-fused: ``fn(worker_keys[n, S], start[2], order[T]) ->
     centre[2, S]``. Worker k's step s draws ``normal(fold_in(key, s), (2,))``; the commit
     adds ``(θ − η g) − θ`` to the centre (the replay's arithmetic) and the worker pulls."""
-    gradient = beale_gradient_xy
-    sigma = np.float32(np.sqrt(noise))
-    step_size = np.float32(-learning_rate)
+    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
 
     @functools.partial(jax.jit, compiler_options=_floor_options())
     def run(worker_keys, start, order):
@@ -486,9 +489,7 @@ def downpour_seeds_first(learning_rate, noise, n_workers):
     """:func:`downpour_floor`'s loop with its state laid out as the replay lays it out,
     seeds first: the centre ``(S, 2)``, the pulled centres ``(S, n, 2)`` (the same
     arithmetic, the same numbers): how much of the floor's speed is its layout."""
-    gradient = beale_gradient_xy
-    sigma = np.float32(np.sqrt(noise))
-    step_size = np.float32(-learning_rate)
+    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
 
     @functools.partial(jax.jit, compiler_options=_floor_options())
     def run(worker_keys, start, order):
@@ -518,9 +519,7 @@ def downpour_vmapped(learning_rate, noise, n_workers):
     replay runs a rule: the engine's formulation without the engine's structure."""
     from asynclab._random import _normal_from_bits, threefry2x32
 
-    gradient = beale_gradient_xy
-    sigma = np.float32(np.sqrt(noise))
-    step_size = np.float32(-learning_rate)
+    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
     zero = np.uint32(0)
 
     def one_seed(center, pulled, k0, k1, step, k):
@@ -556,9 +555,7 @@ def averaging_floor(learning_rate, noise, n_workers):
     """Row (h)'s workload (Beale) hand-fused: ``fn(worker_keys[n, S], starts[n, 2, S], rounds) ->
     centre[2, S]``. Round 0 starts every worker at its own start, later rounds at the
     centre; each worker takes one SGD step, the centre is the workers' mean."""
-    gradient = beale_gradient_xy
-    sigma = np.float32(np.sqrt(noise))
-    step_size = np.float32(-learning_rate)
+    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
 
     def average(x, y, t, k0, k1):
         gx, gy = gradient(x, y)
