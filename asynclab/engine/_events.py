@@ -382,7 +382,8 @@ def _one_run(tree):
     """A batch of one run without its batch axis: the axis goes once per chunk, outside
     the loop (so that the loop still updates its state in place), and comes back after
     it. The arithmetic of the run is the same as in a batch of many, so a seed's numbers
-    do not depend on it (``tests/test_engine_rows.py``, ``tests/test_launch_size.py``)."""
+    do not depend on it (``tests/test_engine_rows.py``, Beale and an MLP; a small CNN with
+    Adam differs in the last bits alone and in a batch, with or without this form)."""
     return jax.tree.map(lambda a: a[0], tree)
 
 
