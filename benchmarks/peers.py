@@ -206,15 +206,21 @@ def run_peer(seeds: int, updates: int, threads: int) -> dict:
 # ------------------------------------------------------------------------ asynclab
 
 
+def _cluster():
+    """The workload's cluster: lognormal(0, σ) slowdowns per client, scaled to mean 1 (a
+    common factor moves no commit)."""
+    from asynclab.cluster import Cluster, ComputeTime, heterogeneous
+
+    return Cluster(CLIENTS, compute=ComputeTime("constant", mean=1.0),
+                   time_scale=heterogeneous(CLIENTS, SLOWDOWN_SIGMA, 0))
+
+
 def _asynclab_once(seeds: int, updates: int, runs_per_call: int | None = None) -> float:
     import numpy as np
 
     import asynclab
-    from asynclab.cluster import Cluster, ComputeTime, heterogeneous
 
-    # lognormal(0, σ) slowdowns, scaled to mean 1 (a common factor moves no commit)
-    cluster = Cluster(CLIENTS, compute=ComputeTime("constant", mean=1.0),
-                      time_scale=heterogeneous(CLIENTS, SLOWDOWN_SIGMA, 0))
+    cluster = _cluster()
     start = time.perf_counter()
     result = asynclab.run("mnist", "downpour", cluster=cluster, commits=updates,
                           seeds=list(range(seeds)), learning_rate=LEARNING_RATE,
@@ -249,7 +255,7 @@ def _by_hand(seeds: int, updates: int):
     import jax.numpy as jnp
     import optax
 
-    from asynclab.cluster import Cluster, ComputeTime, heterogeneous, simulate_async
+    from asynclab.cluster import simulate_async
     from asynclab.problems._datasets import load_dataset
     from asynclab.problems._models import model_loss, parse_model
 
@@ -258,9 +264,7 @@ def _by_hand(seeds: int, updates: int):
     model = parse_model(MODEL, x.shape[1:], 10)
     grad = jax.grad(model_loss(model))
     adam = optax.adam(LEARNING_RATE)
-    cluster = Cluster(CLIENTS, compute=ComputeTime("constant", mean=1.0),
-                      time_scale=heterogeneous(CLIENTS, SLOWDOWN_SIGMA, 0))
-    workers = jnp.asarray(simulate_async(cluster, commits=updates, rng=0).worker)
+    workers = jnp.asarray(simulate_async(_cluster(), commits=updates, rng=0).worker)
 
     def run(key):
         center = model.init(key)

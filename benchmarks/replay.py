@@ -517,18 +517,13 @@ def downpour_vmapped(learning_rate, noise, n_workers):
     """:func:`downpour_floor`'s loop written for one seed (the centre ``(2,)``, the
     pulled centres ``(n, 2)``) and ``vmap``-ed over the seeds inside the loop, as the
     replay runs a rule: the engine's formulation without the engine's structure."""
-    from asynclab._random import _normal_from_bits, threefry2x32
-
     gradient, sigma, step_size = _floor_terms(learning_rate, noise)
-    zero = np.uint32(0)
 
     def one_seed(center, pulled, k0, k1, step, k):
         mine = pulled[k]
         gx, gy = gradient(mine[0], mine[1])
-        a0, a1 = threefry2x32(k0[k], k1[k], zero, step)
-        z = [_normal_from_bits(jnp.bitwise_xor(*threefry2x32(a0, a1, zero, np.uint32(c))))
-             for c in (0, 1)]
-        g = jnp.stack([gx + sigma * z[0], gy + sigma * z[1]])
+        zx, zy = _seeds_last_noise(k0[k], k1[k], step)
+        g = jnp.stack([gx + sigma * zx, gy + sigma * zy])
         center = center + ((mine + step_size * g) - mine)
         return center, pulled.at[k].set(center)
 

@@ -112,12 +112,12 @@ def test_a_nets_batch_draws_are_the_batches_of_their_steps(count):
             np.testing.assert_array_equal(prepare(worker, first), want[first:first + count])
 
 
-@pytest.mark.parametrize("name, learning_rate, noise", [
-    ("downpour", 1e-3, 1.0),          # every run finite
-    ("downpour", 6e-3, 400.0),        # seeds 1 and 5 diverge (at events 23 and 14), 0 not
-    ("model_averaging", 2e-2, 2500.0),  # every run diverges, each at its own round
+@pytest.mark.parametrize("name, learning_rate, noise, case", [
+    ("downpour", 1e-3, 1.0, "finite"),                   # every run finite
+    ("downpour", 6e-3, 400.0, "mixed"),                  # some runs diverge, some not
+    ("model_averaging", 2e-2, 2500.0, "each its own"),  # every run diverges, each apart
 ])
-def test_a_run_alone_is_its_row_of_a_batch(name, learning_rate, noise, monkeypatch):
+def test_a_run_alone_is_its_row_of_a_batch(name, learning_rate, noise, case, monkeypatch):
     # a replay of one run leaves out vmap (_one_run); its numbers are its row of a batch
     # of several: records, paths, movement, divergence and the kept centre
     monkeypatch.setattr(_events, "ALONE_MIN_PARAMETERS", 0)  # Beale's 2 parameters
@@ -131,8 +131,11 @@ def test_a_run_alone_is_its_row_of_a_batch(name, learning_rate, noise, monkeypat
     kwargs = dict(noise=noise, record_every=30, record_paths=True, progress=False)
     among = replay(rule, problem, trace, seeds=[0, 1, 5], **kwargs)
     assert not alone_calls
-    if learning_rate == 6e-3:
-        np.testing.assert_array_equal(among.diverged_at, [-1, 23, 14])
+    # the batch is the case it stands for (so that the guard and the kept centre are
+    # compared where they act)
+    diverged = among.diverged_at >= 0
+    assert {"finite": not diverged.any(), "mixed": diverged.any() and not diverged.all(),
+            "each its own": diverged.all() and len(set(among.diverged_at)) == 3}[case]
     for row, seed in enumerate(among.seeds):
         alone = replay(rule, problem, trace, seeds=[seed], **kwargs)
         for key in ("loss", "final_params", "diverged_at", "center_path", "worker_path",

@@ -313,6 +313,7 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
         return recorded_loss(loss, center, diverged_at, last_index)
 
     record = jax.vmap(single_record, in_axes=(0, 0, axis))
+    batched_evaluate = evaluate and jax.vmap(evaluate)
 
     def chunk(carry: Carry, worker_keys, events, values):
         batch, held_once = carry.diverged_at.shape[0], False
@@ -324,12 +325,12 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
         elif shared:
             per_run, held_once = _shared_steps(event, batched, carry, worker_keys, events,
                                                values, arrays)
-            record_of, evaluate_of = record, evaluate and jax.vmap(evaluate)
+            record_of, evaluate_of = record, batched_evaluate
             if held_once:
                 carry = carry._replace(workers=carry.workers._replace(
                     steps=carry.workers.steps[0]))
         else:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
-            per_run, record_of, evaluate_of = batched, record, evaluate and jax.vmap(evaluate)
+            per_run, record_of, evaluate_of = batched, record, batched_evaluate
             events = tuple(jnp.moveaxis(a, 0, 2) for a in events)
 
         def block(carry, block_events):
@@ -381,9 +382,9 @@ ALONE_MIN_PARAMETERS = 100_000
 def _one_run(tree):
     """A batch of one run without its batch axis: the axis goes once per chunk, outside
     the loop (so that the loop still updates its state in place), and comes back after
-    it. The arithmetic of the run is the same as in a batch of many, so a seed's numbers
-    do not depend on it (``tests/test_engine_rows.py``, Beale and an MLP; a small CNN with
-    Adam differs in the last bits alone and in a batch, with or without this form)."""
+    it. The run does the arithmetic it does in a batch of many: its numbers are its row
+    of a batch bit for bit for Beale and an MLP (``tests/test_engine_rows.py``); a small
+    CNN with Adam differs in the last bits alone and in a batch, with or without vmap."""
     return jax.tree.map(lambda a: a[0], tree)
 
 
