@@ -48,6 +48,9 @@ from ._events import reported_center
 from ._layout import _host, _put, _spans_processes, replay_devices
 from ._result import Result
 
+#: the reported centre as one program (eager, each of its selects compiles its own)
+_reported_center = jax.jit(reported_center)
+
 
 def check_options(rule, init, record_every) -> None:
     """Refuse an unknown ``init`` or a ``record_every`` that is not a positive integer."""
@@ -427,7 +430,7 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
                               axis=1)[:, : plan.n_blocks + 1]
             for k, first in first_metrics.items()
         }
-    final = _host(reported_center(carry))
+    final = _host(_reported_center(carry))
     diverged_at = _host(carry.diverged_at)
     # a synchronous round weights its workers equally: 1/n each, nothing counted (a
     # semi-synchronous one counts: its movement goes to the workers that counted)

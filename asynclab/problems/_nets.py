@@ -63,6 +63,8 @@ def _evaluator(net, x, y, chunk: int):
     """
     n = int(y.shape[0])
     if chunk >= n:
+        x, y = jnp.asarray(x), jnp.asarray(y)
+
         def whole(params):
             logits = net.apply(params, jax.lax.optimization_barrier(x))
             return cross_entropy(logits, y), accuracy(logits, y)
@@ -70,10 +72,12 @@ def _evaluator(net, x, y, chunk: int):
         return whole
     count = -(-n // chunk)
     pad = count * chunk - n
-    xs = jnp.concatenate([x, jnp.zeros((pad, *x.shape[1:]), x.dtype)])
-    xs = xs.reshape(count, chunk, *x.shape[1:])
-    ys = jnp.concatenate([y, jnp.zeros((pad,), y.dtype)]).reshape(count, chunk)
-    weights = (jnp.arange(count * chunk) < n).astype(jnp.float32).reshape(count, chunk)
+    x, y = np.asarray(x), np.asarray(y)
+    xs = np.concatenate([x, np.zeros((pad, *x.shape[1:]), x.dtype)])
+    xs = jnp.asarray(xs.reshape(count, chunk, *x.shape[1:]))
+    ys = jnp.asarray(np.concatenate([y, np.zeros((pad,), y.dtype)]).reshape(count, chunk))
+    weights = jnp.asarray((np.arange(count * chunk) < n).astype(np.float32)
+                          .reshape(count, chunk))
 
     def chunked(params):
         def sums(part):
@@ -142,9 +146,10 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
     batch_size = check_batch_size(parts, batch_size)
 
     x_train, y_train = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
-    x_valid, y_valid = jnp.asarray(data.x_valid), jnp.asarray(data.y_valid)
-    subset = np.random.default_rng(seed).permutation(data.y_train.size)[:LOSS_EXAMPLES]
-    x_loss, y_loss = x_train[np.sort(subset)], y_train[np.sort(subset)]
+    # the set-up's arrays are cut on the host: each eager JAX operation would compile a
+    # program of its own (tens of milliseconds each on a CPU, in every new process)
+    subset = np.sort(np.random.default_rng(seed).permutation(data.y_train.size)[:LOSS_EXAMPLES])
+    x_loss, y_loss = data.x_train[subset], data.y_train[subset]
     index, lengths = jnp.asarray(parts.index), jnp.asarray(parts.lengths)
     n_shards = int(parts.lengths.size)
 
@@ -152,11 +157,11 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
         rows = jnp.asarray(batch)
         return cross_entropy(net.apply(params, x_train[rows]), y_train[rows])
 
-    start = net.init(jax.random.key(seed))
+    start = jax.jit(net.init)(jax.random.key(seed))  # one program, not one per operation
     example_bytes = _example_bytes(net, start, x_loss[:1])
     chunk = max(1, RECORD_CHUNK_BYTES // example_bytes)
     loss_and_hits = _evaluator(net, x_loss, y_loss, chunk)
-    validation = _evaluator(net, x_valid, y_valid, chunk)
+    validation = _evaluator(net, data.x_valid, data.y_valid, chunk)
 
     def loss(params):
         return loss_and_hits(params)[0]
@@ -222,11 +227,11 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
               "validation": int(data.y_valid.size), "synthetic": data.synthetic,
               "parameters": parameter_count(start),
               # examples one record evaluates: the training-loss subset, the validation set
-              "record_examples": int(y_loss.size + y_valid.size),
+              "record_examples": int(y_loss.size + data.y_valid.size),
               # what one run's forward pass holds per example, and the examples a
               # record evaluates at once (the engine's memory estimate reads both)
               "example_bytes": example_bytes,
-              "record_chunk": int(min(chunk, max(y_loss.size, y_valid.size)))},
+              "record_chunk": int(min(chunk, max(y_loss.size, data.y_valid.size)))},
         defaults={"learning_rate": _names.LEARNING_RATES[dataset], "batch_size": batch_size,
                   # fewer where they would cost more than a quarter of the gradient work
                   "records": 100},
