@@ -5,6 +5,8 @@ asynchronous simulator (``appfl.vsim.AsyncSimDriver``, FedAsync).
     python benchmarks/peers.py                        # asynclab rows; the peer's if importable
     python benchmarks/peers.py --peer-python /path/to/venv/bin/python
     python benchmarks/peers.py --quick                # 20 updates, smoke check
+    python benchmarks/peers.py --peer-python PY --seeds 1 --rounds 2   # the README's rows
+    python benchmarks/peers.py --peer-python PY --seeds 8 --updates 50 --rounds 2
 
 The workload (the peer's asynchronous MNIST example, its stock CNN): 8 clients, a
 lognormal(0, 0.5) compute slowdown per client, 200 server updates, each update 10 local
@@ -25,12 +27,14 @@ The peer needs ``appfl`` and PyTorch (a CPU build), never dependencies of asyncl
 with ``--peer-python`` (or install them beside asynclab). Without them the peer's rows
 are skipped and the script says so.
 
-Columns: local steps per second per seed (wall clock of the whole run, start-up and, for
-asynclab, compilation included: what a user waits for), the same without the first
-call's compilation (asynclab: a second identical call), runs per hour, and the ratio to
-the peer's per-seed rate. Both tools use the machine's cores (PyTorch: ``--threads``
-threads; XLA: its own pool); for one core each, run the script under ``taskset -c 0``
-with ``--threads 1``.
+Columns: local steps per second, all seeds together (wall clock of the whole run,
+start-up and, for the JAX rows, compilation included: what a user waits for); the same
+for the calls after the first ("compiled"); runs per hour; and the ratios of the first
+column and of the compiled one to the peer's row with as many seeds. ``--rounds R``
+times each tool R more times after its first call, in turn (the peer, asynclab, plain
+JAX, again), and counts the median: the machine's drift then falls on all of them
+alike. Both tools use the machine's cores (PyTorch: ``--threads`` threads; XLA: its own
+pool); for one core each, run the script under ``taskset -c 0`` with ``--threads 1``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import functools
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -234,28 +239,19 @@ def _asynclab_once(seeds: int, updates: int, runs_per_call: int | None = None) -
     return seconds
 
 
-def run_asynclab(seeds: int, updates: int, runs_per_call: int | None = None) -> dict:
-    """One call (compilation included), then the same call again (compiled)."""
-    import jax
-
-    first = _asynclab_once(seeds, updates, runs_per_call)
-    second = _asynclab_once(seeds, updates, runs_per_call)
-    return {"tool": "asynclab", "jax": jax.__version__, "seeds": seeds,
-            "seconds": [first, second]}
-
-
 # ------------------------------------------------------------------------ plain JAX
 
 
 @functools.cache
-def _by_hand(seeds: int, updates: int):
-    """The plain-JAX runs of :func:`_by_hand_once` as one call that returns each seed's
-    final loss on a batch (built once, so that a second call is compiled)."""
+def _local_step():
+    """``(model, loss, adam, local)`` of the plain-JAX rows: the net, its loss on the
+    first batch of the shipped MNIST, ``optax.adam`` and ``local((params, state), key)``,
+    one Adam step on a batch of 64 drawn with ``jax.random.randint`` (a ``lax.scan``
+    body)."""
     import jax
     import jax.numpy as jnp
     import optax
 
-    from asynclab.cluster import simulate_async
     from asynclab.problems._datasets import load_dataset
     from asynclab.problems._models import model_loss, parse_model
 
@@ -264,18 +260,35 @@ def _by_hand(seeds: int, updates: int):
     model = parse_model(MODEL, x.shape[1:], 10)
     grad = jax.grad(model_loss(model))
     adam = optax.adam(LEARNING_RATE)
+
+    def local(carry, key):
+        params, state = carry
+        rows = jax.random.randint(key, (BATCH,), 0, x.shape[0])
+        step, state = adam.update(grad(params, x[rows], y[rows]), state, params)
+        return (optax.apply_updates(params, step), state), None
+
+    def loss(params):
+        return model_loss(model)(params, x[:BATCH], y[:BATCH])
+
+    return model, loss, adam, local
+
+
+@functools.cache
+def _by_hand(seeds: int, updates: int):
+    """The plain-JAX runs of :func:`_by_hand_once` as one call that returns each seed's
+    final loss on a batch (built once, so that a second call is compiled)."""
+    import jax
+    import jax.numpy as jnp
+
+    from asynclab.cluster import simulate_async
+
+    model, loss, adam, local = _local_step()
     workers = jnp.asarray(simulate_async(_cluster(), commits=updates, rng=0).worker)
 
     def run(key):
         center = model.init(key)
         copies = jax.tree.map(lambda a: jnp.broadcast_to(a, (CLIENTS,) + a.shape), center)
         moments = jax.vmap(adam.init)(copies)
-
-        def local(carry, key):
-            params, state = carry
-            rows = jax.random.randint(key, (BATCH,), 0, x.shape[0])
-            step, state = adam.update(grad(params, x[rows], y[rows]), state, params)
-            return (optax.apply_updates(params, step), state), None
 
         def commit(carry, event):
             center, copies, moments = carry
@@ -291,7 +304,7 @@ def _by_hand(seeds: int, updates: int):
 
         keys = jax.random.split(jax.random.fold_in(key, 1), updates)
         center = jax.lax.scan(commit, (center, copies, moments), (workers, keys))[0][0]
-        return model_loss(model)(center, x[:BATCH], y[:BATCH])
+        return loss(center)
 
     keys = jax.random.split(jax.random.key(0), seeds)
     fn = jax.jit(jax.vmap(run)) if seeds > 1 else jax.jit(lambda k: run(k[0])[None])
@@ -308,8 +321,9 @@ def _by_hand_once(seeds: int, updates: int) -> float:
     of 64 drawn with ``jax.random.randint`` from the shipped MNIST; the centre adds its
     step and the worker pulls. The net is asynclab's model of the same spec (its im2col
     convolution, the fastest JAX formulation in ``benchmarks/convolutions.py``). No
-    server state, no records, no divergence guard, no schedule-driven batch draw. The
-    first call includes loading the data and compiling, as asynclab's first call does.
+    server state, no records, no divergence guard, no schedule-driven batch draw. A
+    first call includes compiling; the script's first plain-JAX call also loads the data
+    (once per process, as asynclab's problem is built once per process).
     """
     import numpy as np
 
@@ -321,20 +335,46 @@ def _by_hand_once(seeds: int, updates: int) -> float:
     return seconds
 
 
-def run_by_hand(seeds: int, updates: int) -> dict:
-    """One call (compilation included), then the same again (compiled)."""
+@functools.cache
+def _steps_alone(steps: int):
+    """The local steps of one seed alone, as one call (built once, so that a second call
+    is compiled): ``steps`` Adam steps of the net in one ``lax.scan`` on batches of 64
+    drawn with ``jax.random.randint``, with no workers, no server, no pulls or commits."""
     import jax
 
-    return {"tool": "jax", "jax": jax.__version__, "seeds": seeds,
-            "seconds": [_by_hand_once(seeds, updates), _by_hand_once(seeds, updates)]}
+    model, loss, adam, local = _local_step()
+
+    def run(key):
+        params = model.init(key)
+        params = jax.lax.scan(local, (params, adam.init(params)),
+                              jax.random.split(key, steps))[0][0]
+        return loss(params)
+
+    fn = jax.jit(run)
+    return lambda: fn(jax.random.key(0))
+
+
+def _steps_alone_once(steps: int) -> float:
+    """Wall seconds of one call of :func:`_steps_alone`: what the net's arithmetic alone
+    runs at in JAX on this machine, the ceiling of every JAX row; beside it, what the
+    asynchronous structure (pulls, commits, moments per worker) and asynclab's engine
+    cost."""
+    import numpy as np
+
+    start = time.perf_counter()
+    loss = float(np.asarray(_steps_alone(steps)()))
+    seconds = time.perf_counter() - start
+    if not np.isfinite(loss):
+        raise RuntimeError("the local steps alone did not end with a finite loss")
+    return seconds
 
 
 # ------------------------------------------------------------------------ the table
 
 
-def _peer_rows(args) -> dict | None:
-    """The peer's runs, in this interpreter or in ``--peer-python``'s; None if missing."""
-    seeds = args.seeds[-1]
+def _peer_rows(args, seeds: int) -> dict | None:
+    """The peer's ``seeds`` runs one after another, in this interpreter or in
+    ``--peer-python``'s; None if it is missing."""
     if args.peer_python:
         command = [args.peer_python, os.path.abspath(__file__), "--peer-only",
                    "--updates", str(args.updates), "--threads", str(args.threads),
@@ -366,7 +406,11 @@ def main(argv=None) -> None:
                         help="an interpreter with appfl and torch, for the peer's rows")
     parser.add_argument("--no-by-hand", dest="by_hand", action="store_false",
                         help="skip the plain-JAX rows (the same local work written by hand "
-                        "without asynclab: the ceiling of asynclab's rows)")
+                        "without asynclab: the ceiling of asynclab's rows; and for one "
+                        "seed the local steps alone, without asynchrony)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="timed calls of each tool after its first, taken in turn "
+                        "(the peer, asynclab, plain JAX, again), of which the median counts")
     parser.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.updates = args.updates or (20 if args.quick else UPDATES)
@@ -378,45 +422,60 @@ def main(argv=None) -> None:
     print(f"# {datetime.datetime.now():%Y-%m-%d %H:%M}, {platform.machine()}, "
           f"{os.cpu_count()} cores; {CLIENTS} clients, {args.updates} updates x "
           f"{LOCAL_STEPS} local Adam steps, batch {BATCH}, {MODEL}")
-    print(f"{'':62s} {'steps/s':>8s} {'compiled':>8s} {'runs/hour':>9s} {'vs peer':>7s}",
-          flush=True)
-    peer_rate: dict[int, float] = {}
+    print(f"{'':62s} {'steps/s':>8s} {'compiled':>8s} {'runs/hour':>9s} {'vs peer':>7s} "
+          f"{'compiled':>8s}", flush=True)
+    import jax
 
-    def row(name, seeds, rate, warm=None):
-        runs_per_hour = 3600 * rate / steps
-        base = peer_rate.get(seeds) if warm is not None else None
-        ratio = f"{rate / base:7.2f}" if base else f"{'':>7s}"
-        warm_text = f"{warm:8.1f}" if warm else f"{'-':>8s}"
-        print(f"{name:62s} {rate:8.1f} {warm_text} {runs_per_hour:9.1f} {ratio}", flush=True)
+    def row(name, seeds, first, warm=(), base=None):
+        """A row from wall seconds: the first call's and the compiled calls' (median)."""
+        rate = steps * seeds / first
+        ratios = f"{rate / base:7.2f}" if base else f"{'':>7s}"
+        warm_rate = steps * seeds / statistics.median(warm) if warm else None
+        ratios += f" {warm_rate / base:8.2f}" if base and warm else f" {'':>8s}"
+        warm_text = f"{warm_rate:8.1f}" if warm else f"{'-':>8s}"
+        print(f"{name:62s} {rate:8.1f} {warm_text} {3600 * rate / steps:9.1f} {ratios}",
+              flush=True)
+        return rate
 
-    peer = _peer_rows(args)
-    if peer is None:
-        print("# the peer's rows skipped: appfl and torch are not importable here; "
-              "pass --peer-python (see this script's docstring)")
-    else:
-        seconds = peer["seconds"]
-        label = f"peer (appfl, torch {peer['torch']}, {peer['threads']} threads)"
-        peer_rate[1] = steps / seconds[0]
-        row(f"{label}, 1 seed", 1, peer_rate[1])
-        if len(seconds) > 1:
-            peer_rate[len(seconds)] = steps * len(seconds) / sum(seconds)
-            row(f"{label}, {len(seconds)} seeds one after another", len(seconds),
-                peer_rate[len(seconds)])
+    said_skip = False
     for seeds in args.seeds:
         calls = args.runs_per_call if args.runs_per_call and args.runs_per_call < seeds else None
-        result = run_asynclab(seeds, args.updates, calls)
-        first, second = result["seconds"]
-        at_once = f"{calls} at a time" if calls else "at once"
-        row(f"asynclab (jax {result['jax']}), {seeds} seed(s) {at_once}", seeds,
-            steps * seeds / first, steps * seeds / second)
+        tools = {"asynclab": lambda n=seeds, c=calls: _asynclab_once(n, args.updates, c)}
         if args.by_hand:
-            first, second = run_by_hand(seeds, args.updates)["seconds"]
+            tools["hand"] = lambda n=seeds: _by_hand_once(n, args.updates)
+            if seeds == 1:
+                tools["alone"] = lambda: _steps_alone_once(steps)
+        first = {name: call() for name, call in tools.items()}  # compilation included
+        peer, warm = [], {name: [] for name in tools}
+        for _ in range(args.rounds):  # the tools in turn, so that the machine's drift
+            runs = _peer_rows(args, seeds)  # falls on all of them alike
+            if runs is not None:
+                peer.append(runs)
+            for name, call in tools.items():
+                warm[name].append(call())
+        base = None
+        if peer:
+            label = f"peer (appfl, torch {peer[0]['torch']}, {peer[0]['threads']} threads)"
+            one = statistics.median(sum(runs["seconds"]) for runs in peer)
+            kind = "1 seed" if seeds == 1 else f"{seeds} seeds one after another"
+            base = row(f"{label}, {kind}", seeds, one)
+        elif not said_skip:
+            said_skip = True
+            print("# the peer's rows skipped: appfl and torch are not importable here; "
+                  "pass --peer-python (see this script's docstring)")
+        at_once = f"{calls} at a time" if calls else "at once"
+        row(f"asynclab (jax {jax.__version__}), {seeds} seed(s) {at_once}", seeds,
+            first["asynclab"], warm["asynclab"], base)
+        if args.by_hand:
             row(f"plain JAX by hand (no asynclab), {seeds} seed(s) at once", seeds,
-                steps * seeds / first, steps * seeds / second)
+                first["hand"], warm["hand"], base)
+        if "alone" in tools:
+            row("plain JAX, the local steps alone (no asynchrony), 1 seed", 1,
+                first["alone"], warm["alone"], base)
     print("steps/s: local steps applied per second of wall clock, all seeds together "
-          "(start-up and compilation included; per seed for one seed); compiled: "
-          "asynclab's second identical call; vs peer: the first column against the "
-          "peer's row with as many seeds")
+          "(start-up and compilation included); compiled: the median of the calls after "
+          f"the first ({args.rounds} round(s), the tools in turn, the peer's median among "
+          "them); vs peer: the first column, then the compiled one, against the peer's row")
 
 
 if __name__ == "__main__":
