@@ -6,7 +6,7 @@ asynchronous simulator (``appfl.vsim.AsyncSimDriver``, FedAsync).
     python benchmarks/peers.py --peer-python /path/to/venv/bin/python
     python benchmarks/peers.py --quick                # 20 updates, smoke check
     python benchmarks/peers.py --peer-python PY --seeds 1 --rounds 2   # the README's rows
-    python benchmarks/peers.py --peer-python PY --seeds 8 --updates 50 --rounds 2
+    python benchmarks/peers.py --peer-python PY --seeds 8 --updates 50 --rounds 2 --no-by-hand
 
 The workload (the peer's asynchronous MNIST example, its stock CNN): 8 clients, a
 lognormal(0, 0.5) compute slowdown per client, 200 server updates, each update 10 local
@@ -413,6 +413,8 @@ def main(argv=None) -> None:
                         "(the peer, asynclab, plain JAX, again), of which the median counts")
     parser.add_argument("--peer-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     args.updates = args.updates or (20 if args.quick else UPDATES)
     args.seeds = args.seeds or ([1, 2] if args.quick else [1, 8])
     if args.peer_only:
