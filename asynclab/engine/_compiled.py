@@ -108,14 +108,11 @@ def _initial_carry_batch(rule, problem, n_workers, init, devices, padded=False, 
             TRACE_COUNT["initial"] += 1
             values, count = _pop_workers(values, padded)
             k, worker_keys = seed_keys(seed, n_workers)
+            # the initial record is the first chunk's (see chunk_runner): the loss and
+            # the metrics compile once, in the chunk's program
             carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init,
                                    count, late)
-            # a barrier: with a fixed start the centre is a constant, and XLA would
-            # otherwise evaluate the whole initial record (a net on its evaluation
-            # examples) while compiling, by constant folding, which takes minutes
-            center = jax.lax.optimization_barrier(carry.center)
-            metrics = None if problem.evaluate is None else problem.evaluate(center)
-            return carry, worker_keys, (problem.loss(center), metrics)
+            return carry, worker_keys
 
         return _CompiledOnce(_over_runs(jax.vmap(initial), devices, (True, True)))
 
@@ -195,9 +192,9 @@ def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, 
     runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll, shared,
                           4 if rejoins else 3)
 
-    def chunk(carry, worker_keys, events, values):
+    def chunk(carry, worker_keys, events, values, first):
         TRACE_COUNT["chunk"] += 1
-        return runner(carry, worker_keys, events, values)
+        return runner(carry, worker_keys, events, values, first)
 
-    return _CompiledOnce(_over_runs(chunk, devices, (True, True, not shared, True),
+    return _CompiledOnce(_over_runs(chunk, devices, (True, True, not shared, True, False),
                                     donate=(0,)))

@@ -150,7 +150,11 @@ def recorded_loss(loss, center, diverged_at, last_index):
     A non-finite loss marks the run as diverged at the block's last event; a diverged run
     records NaN.
     """
-    value = loss(center)
+    return loss_record(loss(center), diverged_at, last_index)
+
+
+def loss_record(value, diverged_at, last_index):
+    """:func:`recorded_loss` from the loss ``value`` already computed."""
     fresh = (diverged_at < 0) & ~jnp.isfinite(value)
     diverged_at = jnp.where(fresh, last_index, diverged_at)
     return jnp.where(diverged_at >= 0, jnp.nan, value).astype(value.dtype), diverged_at

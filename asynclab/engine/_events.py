@@ -15,8 +15,8 @@ from ..rules.parts import padded_workers, partial_round
 from ._core import (
     all_finite,
     initial_state,
+    loss_record,
     put_row,
-    recorded_loss,
     row,
 )
 
@@ -298,6 +298,14 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     every block: the central loss, with ``evaluate`` the centre's metrics (a dict), with
     ``record_paths`` the centre and the workers' local parameters.
 
+    ``chunk(carry, worker_keys, events, values, first)`` returns the carry and the
+    records of ``blocks + 1`` states: the one it was given, then the one after each block.
+    The first is measured only where ``first`` (a run's first chunk: its initial record)
+    and is NaN otherwise; the loss and the metrics are measured at one place of the
+    program, so that a net's forward pass compiles once (the initial state's program
+    measures nothing). The first state's loss is recorded as it is (no divergence is
+    marked before the first event); the workers' paths are those of the blocks.
+
     ``event(carry, worker_keys, worker_id, active, index, values)`` is one event of one
     run; the loop over events runs outside its ``vmap`` over the batch, so that the
     divergence guard's select happens only where a run stops (:func:`_keep_centers`).
@@ -309,59 +317,77 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     """
     axis = None if shared else 0
     batched = jax.vmap(event, in_axes=(0, 0) + (axis,) * arrays + (0,))
-    def single_record(center, diverged_at, last_index):
-        return recorded_loss(loss, center, diverged_at, last_index)
-
-    record = jax.vmap(single_record, in_axes=(0, 0, axis))
+    batched_loss = jax.vmap(loss)
     batched_evaluate = evaluate and jax.vmap(evaluate)
 
-    def chunk(carry: Carry, worker_keys, events, values):
+    def chunk(carry: Carry, worker_keys, events, values, first):
         batch, held_once = carry.diverged_at.shape[0], False
         size = sum(leaf.size for leaf in jax.tree.leaves(carry.center)) // batch
         alone = shared and batch == 1 and size >= ALONE_MIN_PARAMETERS
         if alone:  # one run: no vmap (see _one_run); the batch axis goes, and comes back
-            per_run, record_of, evaluate_of = event, single_record, evaluate
+            per_run, loss_of, evaluate_of = event, loss, evaluate
             carry, worker_keys, values = _one_run((carry, worker_keys, values))
         elif shared:
             per_run, held_once = _shared_steps(event, batched, carry, worker_keys, events,
                                                values, arrays)
-            record_of, evaluate_of = record, batched_evaluate
+            loss_of, evaluate_of = batched_loss, batched_evaluate
             if held_once:
                 carry = carry._replace(workers=carry.workers._replace(
                     steps=carry.workers.steps[0]))
         else:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
-            per_run, record_of, evaluate_of = batched, record, batched_evaluate
+            per_run, loss_of, evaluate_of = batched, batched_loss, batched_evaluate
             events = tuple(jnp.moveaxis(a, 0, 2) for a in events)
 
-        def block(carry, block_events):
+        def run_block(carry, block_events):
             def step(carry, e):
                 after, stop, path = per_run(carry, worker_keys, *e, values)
                 return _keep_centers(carry, after, stop), (path if record_paths else None)
 
-            carry, paths = jax.lax.scan(step, carry, block_events,
-                                        unroll=min(unroll, block_events[0].shape[0]))
+            return jax.lax.scan(step, carry, block_events,
+                                unroll=min(unroll, block_events[0].shape[0]))
+
+        def no_block(carry, block_events):
+            shapes = jax.eval_shape(run_block, carry, block_events)[1]
+            return carry, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+        def measure(center):
+            return loss_of(center), (None if evaluate is None else evaluate_of(center))
+
+        def unmeasured(center):
+            shapes = jax.eval_shape(measure, center)
+            return jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
+
+        def iteration(carry, i):
+            # i = 0: the state given; i > 0: block i - 1's events, then the state after
+            later = i > 0
+            block_events = tuple(a[jnp.maximum(i - 1, 0)] for a in events)
+            carry, paths = jax.lax.cond(later, run_block, no_block, carry, block_events)
             center = reported_center(carry)
-            value, diverged_at = record_of(center, carry.diverged_at, block_events[2][-1])
+            value, metrics = jax.lax.cond(later | first, measure, unmeasured, center)
+            recorded, diverged_at = loss_record(value, carry.diverged_at, block_events[2][-1])
             # a loss that overflows while the centre is finite ends the run here
-            fresh = (diverged_at >= 0) & (carry.diverged_at < 0)
+            fresh = later & (diverged_at >= 0) & (carry.diverged_at < 0)
+            diverged_at = jnp.where(later, diverged_at, carry.diverged_at)
             carry = carry._replace(diverged_at=diverged_at, stopped=carry.stopped | fresh,
                                    center=_batched_select(fresh, center, carry.center))
-            metrics = None
-            if evaluate is not None:
+            value = jnp.where(later, recorded, value)
+            if metrics is not None:
                 gone = carry.diverged_at >= 0
-                metrics = {k: jnp.where(gone, jnp.nan, v)
-                           for k, v in evaluate_of(center).items()}
+                metrics = {k: jnp.where(gone, jnp.nan, v) for k, v in metrics.items()}
             if paths is not None and not alone:  # (k, B, ...) -> (B, k, ...)
                 paths = jnp.moveaxis(paths, 1, 0)
             return carry, (value, center if record_paths else None, paths, metrics)
 
-        carry, out = jax.lax.scan(block, carry, events)
-        if alone:  # records (blocks, ...) -> (1, blocks, ...)
+        carry, out = jax.lax.scan(iteration, carry, jnp.arange(events[0].shape[0] + 1))
+        value, center, paths, metrics = out
+        paths = None if paths is None else paths[1:]  # iteration 0 ran no events
+        out = (value, center, paths, metrics)
+        if alone:  # records (blocks + 1, ...) -> (1, blocks + 1, ...)
             return jax.tree.map(lambda x: x[None], (carry, out))
         if held_once:  # back to one count per run
             steps = jnp.broadcast_to(carry.workers.steps, (batch,) + carry.workers.steps.shape)
             carry = carry._replace(workers=carry.workers._replace(steps=steps))
-        # records (blocks, B, ...) -> (B, blocks, ...)
+        # records (blocks + 1, B, ...) -> (B, blocks + 1, ...)
         return carry, jax.tree.map(lambda x: jnp.moveaxis(x, 1, 0), out)
 
     return chunk

@@ -52,6 +52,14 @@ from ._result import Result
 _reported_center = jax.jit(reported_center)
 
 
+def _final_center(carry):
+    """The centre each run reports at the end, on the host: the server's where no run of
+    the batch stopped (the common case, which then compiles no program for the select)."""
+    if not np.any(_host(carry.stopped)):
+        return _host(carry.server.center)
+    return _host(_reported_center(carry))
+
+
 def check_options(rule, init, record_every) -> None:
     """Refuse an unknown ``init`` or a ``record_every`` that is not a positive integer."""
     if not isinstance(init, str) or init not in INITS:
@@ -360,15 +368,12 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         values = {**values, WORKERS: np.full(batch, n_workers, np.float32)}
     values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
     drawn = _initial_axis(axis, devices) if padded else axis
-    carry, worker_keys, (first_loss, first_metrics) = _initial_carry_batch(
+    carry, worker_keys = _initial_carry_batch(
         rule, problem, drawn, init, devices, padded, plan.late)(
             _put(np.asarray(seeds, np.uint32), devices), values)
     if drawn > axis:  # the first rows of a longer draw are the draw (worker keys, starts)
         carry = carry._replace(workers=jax.tree.map(lambda x: x[:, :axis], carry.workers))
         worker_keys = worker_keys[:, :axis]
-    first_loss = _host(first_loss)
-    first_metrics = _host(first_metrics)
-    first_center = _host(carry.center) if plan.record_paths else None
     chunk_values = values
     if traced_noise(problem, float(noise)):  # σ as float32, the constant it replaces
         chunk_values = {**values, NOISE_STD: _put(np.full(batch, np.float32(np.sqrt(noise))),
@@ -383,12 +388,14 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
             _put(a[0, c], devices, split=False) if shared else _put(a[rows, c], devices)
             for a in plan.events)
         carry, (value, center, path, metric) = run_chunk(carry, worker_keys, chunk_events,
-                                                         chunk_values)
-        losses.append(_host(value))
+                                                         chunk_values, np.asarray(c == 0))
+        # records of the state given and after each block; the first only in the first
+        kept = slice(0 if c == 0 else 1, None)
+        losses.append(_host(value)[:, kept])
         if metric is not None:
-            metrics.append(_host(metric))
+            metrics.append({k: v[:, kept] for k, v in _host(metric).items()})
         if plan.record_paths:
-            centers.append(_host(center))
+            centers.append(_host(center)[:, kept])
             paths.append(_host(path))
         if done_compiling is not None and c == 0:
             done_compiling()
@@ -408,12 +415,12 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
             bar.update(batch * (plan.n_events - min(step * (c + 1), plan.n_events)))
             break
 
-    loss = np.concatenate([first_loss[:, None]] + [v.reshape(batch, -1) for v in losses],
+    loss = np.concatenate([v.reshape(batch, -1) for v in losses],
                           axis=1)[:, : plan.n_blocks + 1]
     center_path = worker_path = None
     if plan.record_paths:
         center_path = np.concatenate(
-            [first_center[:, None]] + [c.reshape(batch, -1, problem.dim) for c in centers],
+            [c.reshape(batch, -1, problem.dim) for c in centers],
             axis=1)[:, : plan.n_blocks + 1]
         tail = (axis, problem.dim) if rule.synchronous else (problem.dim,)
         # step by step, a round's local parameters are those after its last step
@@ -423,14 +430,11 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         if padded:
             worker_path = worker_path[:, :, :n_workers]
     recorded = None
-    if first_metrics is not None:
-        recorded = {
-            k: np.concatenate([np.asarray(first)[:, None]]
-                              + [m[k].reshape(batch, -1) for m in metrics],
-                              axis=1)[:, : plan.n_blocks + 1]
-            for k, first in first_metrics.items()
-        }
-    final = _host(_reported_center(carry))
+    if metrics:
+        recorded = {k: np.concatenate([m[k].reshape(batch, -1) for m in metrics],
+                                      axis=1)[:, : plan.n_blocks + 1]
+                    for k in metrics[0]}
+    final = _final_center(carry)
     diverged_at = _host(carry.diverged_at)
     # a synchronous round weights its workers equally: 1/n each, nothing counted (a
     # semi-synchronous one counts: its movement goes to the workers that counted)

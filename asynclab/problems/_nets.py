@@ -63,7 +63,7 @@ def _evaluator(net, x, y, chunk: int):
     """
     n = int(y.shape[0])
     if chunk >= n:
-        x, y = jnp.asarray(x), jnp.asarray(y)
+        x, y = jax.device_put(np.asarray(x)), jax.device_put(np.asarray(y))
 
         def whole(params):
             logits = net.apply(params, jax.lax.optimization_barrier(x))
@@ -74,10 +74,10 @@ def _evaluator(net, x, y, chunk: int):
     pad = count * chunk - n
     x, y = np.asarray(x), np.asarray(y)
     xs = np.concatenate([x, np.zeros((pad, *x.shape[1:]), x.dtype)])
-    xs = jnp.asarray(xs.reshape(count, chunk, *x.shape[1:]))
-    ys = jnp.asarray(np.concatenate([y, np.zeros((pad,), y.dtype)]).reshape(count, chunk))
-    weights = jnp.asarray((np.arange(count * chunk) < n).astype(np.float32)
-                          .reshape(count, chunk))
+    xs = jax.device_put(xs.reshape(count, chunk, *x.shape[1:]))
+    ys = jax.device_put(np.concatenate([y, np.zeros((pad,), y.dtype)]).reshape(count, chunk))
+    weights = jax.device_put((np.arange(count * chunk) < n).astype(np.float32)
+                             .reshape(count, chunk))
 
     def chunked(params):
         def sums(part):
@@ -145,12 +145,13 @@ def data_problem(dataset: str, *, model: str | None = None, workers: int = 16,
     parts = make_shards(data.y_train, workers, shards, seed=seed)
     batch_size = check_batch_size(parts, batch_size)
 
-    x_train, y_train = jnp.asarray(data.x_train), jnp.asarray(data.y_train)
-    # the set-up's arrays are cut on the host: each eager JAX operation would compile a
-    # program of its own (tens of milliseconds each on a CPU, in every new process)
+    # the set-up's arrays are cut on the host and put on the device as they are: each
+    # eager JAX operation (``jnp.asarray`` included) compiles a program of its own, tens
+    # of milliseconds each on a CPU, in every new process
+    x_train, y_train = jax.device_put(data.x_train), jax.device_put(data.y_train)
     subset = np.sort(np.random.default_rng(seed).permutation(data.y_train.size)[:LOSS_EXAMPLES])
     x_loss, y_loss = data.x_train[subset], data.y_train[subset]
-    index, lengths = jnp.asarray(parts.index), jnp.asarray(parts.lengths)
+    index, lengths = jax.device_put(parts.index), jax.device_put(parts.lengths)
     n_shards = int(parts.lengths.size)
 
     def batch_loss(params, batch):
