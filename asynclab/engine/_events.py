@@ -347,6 +347,8 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
                                 unroll=min(unroll, block_events[0].shape[0]))
 
         def no_block(carry, block_events):
+            if not record_paths:  # nothing to shape (tracing the block again costs)
+                return carry, None
             shapes = jax.eval_shape(run_block, carry, block_events)[1]
             return carry, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
