@@ -383,3 +383,41 @@ def test_stepwise_and_padding_refusals():
         replay(model_averaging(1e-3), beale(), rounds(4, 2), pad_workers=3)
     with pytest.raises(asynclab.ConfigError, match="asynchronous"):
         replay(downpour(1e-3), beale(), round_robin_trace(2, 4), pad_workers=3)
+
+
+def _beale_loss(p):
+    """Beale's function in plain numpy, the oracle of the records below."""
+    x, y = p[..., 0].astype(np.float64), p[..., 1].astype(np.float64)
+    return ((1.5 - x + x * y) ** 2 + (2.25 - x + x * y**2) ** 2
+            + (2.625 - x + x * y**3) ** 2)
+
+
+@pytest.mark.parametrize("commits, every", [(95, 10), (200, 3)])
+def test_every_record_is_the_loss_of_the_centre_recorded_with_it(commits, every):
+    """Each chunk of the replay records the state it is given and the states after its
+    blocks, and the first of those is kept only in a run's first chunk: across the chunks
+    (10 of one block; 17 of four, the last padded), record r's loss is Beale's function of
+    record r's centre, the first centre is the start and the last the final one."""
+    result = asynclab.run("beale", "downpour", workers=3, commits=commits, seeds=[0, 1],
+                          record_every=every)
+    n_records = -(-commits // every) + 1
+    assert result.loss.shape == (2, n_records) and result.center_path.shape == (2, n_records, 2)
+    np.testing.assert_allclose(result.loss, _beale_loss(result.center_path), rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_array_equal(result.center_path[:, 0],
+                                  np.broadcast_to(np.asarray(beale().start), (2, 2)))
+    np.testing.assert_array_equal(result.center_path[:, -1], result.final_params)
+    assert len(set(result.loss[0].tolist())) == n_records  # every record a new state
+
+
+def test_a_start_whose_loss_is_not_finite_is_recorded_as_it_is():
+    """The first record is the start's loss as it is: an infinite one marks no divergence
+    (a run diverges at an event), and the records after it are the run's."""
+    base = quadratic(dim=2, condition=10.0)
+    start = jnp.asarray(base.start)
+    problem = base._replace(loss=lambda p: 1.0 / jnp.sum((p - start) ** 2))  # inf at start
+    result = replay(downpour(0.05), problem, round_robin_trace(2, 40), record_every=10)
+    assert result.loss[0, 0] == np.inf
+    assert not result.diverged[0] and result.diverged_at[0] == -1
+    moved = np.sum((result.center_path[0, 1:] - np.asarray(base.start)) ** 2, axis=1)
+    np.testing.assert_allclose(result.loss[0, 1:], 1.0 / moved, rtol=1e-4)
