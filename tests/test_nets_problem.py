@@ -190,6 +190,20 @@ def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
     assert held(problem.evaluate) <= runs * budget < held(whole)
 
 
+def test_a_record_evaluates_whole_training_batches(monkeypatch):
+    """A record's chunk is as many whole training batches as the budget holds, and one
+    batch where it holds less (the forward pass then has the training step's shapes)."""
+    from asynclab.problems import _nets
+
+    per_example = _nets.data_problem("digits", model="cnn:8-16:32",
+                                     batch_size=16).info["example_bytes"]
+    for budget, chunk in ((per_example * (3 * 16 + 15), 48), (per_example * 5, 16),
+                          (per_example * 16, 16)):
+        monkeypatch.setattr(_nets, "RECORD_CHUNK_BYTES", budget)
+        problem = _nets.data_problem("digits", model="cnn:8-16:32", batch_size=16)
+        assert problem.info["record_chunk"] == chunk < problem.info["validation"]
+
+
 @pytest.mark.slow  # 11 s of compiling; the quick tier checks the estimate in test_runs_per_call
 def test_the_memory_estimate_of_a_cnn_run_bounds_its_compiled_programs(monkeypatch):
     """What ``asynclab.run`` checks against the machine's memory before any work is at
