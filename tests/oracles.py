@@ -3,6 +3,13 @@
 import numpy as np
 
 
+def beale_loss(p):
+    """Beale's function over the last axis of ``p`` (any leading shape), in float64."""
+    x, y = p[..., 0].astype(np.float64), p[..., 1].astype(np.float64)
+    return ((1.5 - x + x * y) ** 2 + (2.25 - x + x * y**2) ** 2
+            + (2.625 - x + x * y**3) ** 2)
+
+
 def beale_gradient(p):
     """∇ of Beale's function, differentiated by hand."""
     x, y = float(p[0]), float(p[1])

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from oracles import async_sgd, beale_gradient
+from oracles import async_sgd, beale_gradient, beale_loss
 
 import asynclab
 from asynclab.cluster import Cluster, ComputeTime, RoundTrace, Trace, simulate_async
@@ -385,13 +385,6 @@ def test_stepwise_and_padding_refusals():
         replay(downpour(1e-3), beale(), round_robin_trace(2, 4), pad_workers=3)
 
 
-def _beale_loss(p):
-    """Beale's function in plain numpy, the oracle of the records below."""
-    x, y = p[..., 0].astype(np.float64), p[..., 1].astype(np.float64)
-    return ((1.5 - x + x * y) ** 2 + (2.25 - x + x * y**2) ** 2
-            + (2.625 - x + x * y**3) ** 2)
-
-
 @pytest.mark.parametrize("commits, every", [(95, 10), (200, 3)])
 def test_every_record_is_the_loss_of_the_centre_recorded_with_it(commits, every):
     """Each chunk of the replay records the state it is given and the states after its
@@ -402,7 +395,7 @@ def test_every_record_is_the_loss_of_the_centre_recorded_with_it(commits, every)
                           record_every=every)
     n_records = -(-commits // every) + 1
     assert result.loss.shape == (2, n_records) and result.center_path.shape == (2, n_records, 2)
-    np.testing.assert_allclose(result.loss, _beale_loss(result.center_path), rtol=1e-5,
+    np.testing.assert_allclose(result.loss, beale_loss(result.center_path), rtol=1e-5,
                                atol=1e-7)
     np.testing.assert_array_equal(result.center_path[:, 0],
                                   np.broadcast_to(np.asarray(beale().start), (2, 2)))

@@ -49,10 +49,9 @@ def _record_chunk(example_bytes: int, batch_size: int) -> int:
 
     A chunk of the training batch's size gives the record's forward pass the shapes of
     the training step's, and XLA's CPU backend compiles the kernels the two passes share
-    once: for the 5x5 CNN of ``benchmarks/peers.py`` (59 examples fit the budget) a chunk
-    of 64 took a program of the gradient and both records from 2.26 s of compiling to
-    1.59 s on the 2-core CPU. Where the budget holds less than a batch, the chunk of one
-    batch holds about what the training step's forward pass keeps for its gradient.
+    once (``benchmarks/results/2026-11-28-cpu-peers-first-call.md`` measures it for the
+    CNN of ``benchmarks/peers.py``). Where the budget holds less than a batch, the chunk
+    of one batch holds about what the training step's forward pass keeps for its gradient.
     """
     return batch_size * max(1, RECORD_CHUNK_BYTES // (example_bytes * batch_size))
 
