@@ -31,3 +31,7 @@ FIGURES = ("staleness", "straggler", "implicit_momentum", "momentum_tuning",
 #: from it (digits: 72 % against 94 % validation accuracy).
 LEARNING_RATES = {**{name: 1e-3 for name in PROBLEMS},
                   "digits": 0.03, "mnist": 0.03, "collider": 0.03}
+
+#: The scores a sweep's points are ranked by (``asynclab.engine.SCORES``).
+SCORES = ("final_loss", "commits_to_target", "success_rate", "final_accuracy",
+          "time_to_accuracy")

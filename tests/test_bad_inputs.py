@@ -175,9 +175,9 @@ CLI = [
     ("run --backend threads --devices 0", "--devices"),
     ("run --backend pmap", "--devices"),
     ("run --backend gpu", "--backend"),
-    ("run --backend pmap --devices 64", "--devices 64", "xla_force_host_platform_device_count"),
-    ("run --backend pmap --devices 1 --workers 3", "--workers 3"),
-    ("run --backend pmap --devices 1 --commits 100000000000", "--commits", "memory"),
+    ("run --backend pmap --devices 64", "devices=64", "xla_force_host_platform_device_count"),
+    ("run --backend pmap --devices 1 --workers 3", "workers=3"),
+    ("run --backend pmap --devices 1 --commits 100000000000", "commits", "memory"),
     ("run --backend threads --devices 1 --rule synchronous_sgd", "synchronous"),
     ("run --backend threads --devices 1 --rule mixed", "groups"),
     ("run --backend threads --devices 1 --seed -1", "--seed"),
@@ -655,7 +655,7 @@ SUBPROCESS = [
     ("JAX_ENABLE_X64=maybe run --commits 4", "JAX_ENABLE_X64", "maybe"),
     ("JAX_PLATFORMS=nosuchplatform run --commits 4", "JAX_PLATFORMS", "nosuchplatform"),
     ("run --backend pmap --devices 2 --simulate-devices --rule mixed --workers 2",
-     "--workers 2", "groups of 2"),
+     "workers=2", "groups of 2"),
     ("run --backend pmap --devices 2 --simulate-devices --commits 6 "
      "--checkpoint {tmp}/garbage.npz --resume", "garbage.npz", "not an asynclab checkpoint"),
 ]

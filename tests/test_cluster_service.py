@@ -411,23 +411,25 @@ def test_trace_export_refuses_a_bad_service_distribution(argv, message, capsys, 
 
 
 def test_run_and_sweep_flags_build_the_busy_cluster():
-    """`asynclab run`/`sweep` share the model flags: with server flags they hand run() the
-    cluster with that service time (and the rule's groups); without, no cluster (run()
-    builds its default)."""
-    from asynclab.cli._args import _simulation_options
+    """`asynclab run`/`sweep` share the cluster flags: with server flags the run they
+    prepare has that service time (and the rule's groups); without, a server that takes
+    no time."""
+    from asynclab.cli._flags import prepare_options
     from asynclab.cli._main import build_parser
+    from asynclab.engine import prepare
 
     parser = build_parser()
     for command in (["run"], ["sweep", "--grid", "learning_rate=1e-3,2e-3"]):
         args = parser.parse_args([*command, "--workers", "4", "--server-time", "0.3",
                                   "--server-distribution", "gamma", "--server-shape", "2"])
-        cluster = _simulation_options(args)["cluster"]
+        cluster = prepare(**prepare_options(args)).cluster
         assert cluster == Cluster(4, ComputeTime("exponential"),
                                   server_time=ComputeTime("gamma", 0.3, 2.0))
     args = parser.parse_args(["run", "--rule", "mixed", "--param", "group_size=2",
                               "--server-time", "0.1"])
-    assert _simulation_options(args)["cluster"] == Cluster(4, server_time=0.1, group_size=2)
-    assert "cluster" not in _simulation_options(parser.parse_args(["run"]))
+    assert prepare(**prepare_options(args)).cluster == Cluster(4, server_time=0.1,
+                                                               group_size=2)
+    assert prepare(**prepare_options(parser.parse_args(["run"]))).cluster == Cluster(4)
 
 
 def test_run_command_simulates_the_busy_server(capsys):

@@ -211,7 +211,7 @@ def test_the_memory_estimate_of_a_cnn_run_bounds_its_compiled_programs(monkeypat
     them, temporaries), a record's chunk of examples included."""
     from asynclab.cluster import Cluster
     from asynclab.engine import _compiled
-    from asynclab.engine._run import _run_memory
+    from asynclab.engine._budget import run_memory
     from asynclab.rules import make_rule
 
     held = []
@@ -229,5 +229,6 @@ def test_the_memory_estimate_of_a_cnn_run_bounds_its_compiled_programs(monkeypat
     rule = make_rule("downpour", learning_rate=0.01, local_steps=2, inner="adam")
     asynclab.run(problem, rule, workers=4, commits=commits, seeds=seeds, record_every=2,
                  progress=False)
-    estimate = _run_memory(rule, problem, Cluster(4), commits, None, seeds, False, 2, False)
+    estimate = run_memory(rule, problem, Cluster(4), 4, commits=commits, n_seeds=seeds,
+                          record_every=2, record_paths=False)
     assert held and max(held) <= estimate

@@ -53,7 +53,7 @@ def test_the_memory_check_counts_only_the_seeds_of_one_call(monkeypatch):
     """A budget of memory between what two seeds at once and what sixty-four need: the
     run in one call is refused before any work, the run in turns of two passes it."""
     from asynclab.cluster import Cluster
-    from asynclab.engine._run import _run_memory
+    from asynclab.engine._budget import run_memory
     from asynclab.problems import get_problem
     from asynclab.rules import make_rule
 
@@ -62,8 +62,8 @@ def test_the_memory_check_counts_only_the_seeds_of_one_call(monkeypatch):
     seeds, commits = 64, 10
 
     def estimate(in_flight):
-        return _run_memory(rule, problem, Cluster(8), commits, None, seeds, False, commits,
-                           False, in_flight=in_flight)
+        return run_memory(rule, problem, Cluster(8), 8, commits=commits, n_seeds=seeds,
+                          record_every=commits, record_paths=False, in_flight=in_flight)
 
     assert estimate(2) < estimate(None)
     limit = (estimate(2) + estimate(None)) // 2

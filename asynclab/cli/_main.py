@@ -5,44 +5,44 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._errors import ConfigError
-from ._args import _add_overwrite, _count, _exists, _Help, _Parser
+from .. import ConfigError
+from ._flags import add_overwrite
+from ._types import Help, Parser, count
 from .demo import _demo
 from .figures import _figure_names, _figures
 from .rules import _rules
-from .run import _add_run_arguments, _run
-from .sweep import _add_sweep_arguments, _sweep
-from .trace import _add_log_arguments, _add_trace_parser
+from .run import add_run_arguments, run_command
+from .sweep import add_sweep_arguments, sweep_command
+from .trace import add_trace_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.",
-        formatter_class=_Help)
+        formatter_class=Help)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="simulate a cluster and replay it with a rule",
                        description="Simulate a cluster and replay its schedule with an update "
                        "rule, for one or several seeds; print a summary.",
-                       formatter_class=_Help)
-    _add_run_arguments(p)
-    _add_log_arguments(p)
-    p.set_defaults(func=_run)
+                       formatter_class=Help)
+    add_run_arguments(p)
+    p.set_defaults(func=run_command)
     p = sub.add_parser("sweep", help="replay a grid of hyperparameter values x seeds in one "
-                       "compiled call and report the best point", formatter_class=_Help)
-    _add_sweep_arguments(p)
-    p.set_defaults(func=_sweep)
-    _add_trace_parser(sub)
-    p = sub.add_parser("rules", help="list the update rules", formatter_class=_Help)
+                       "compiled call and report the best point", formatter_class=Help)
+    add_sweep_arguments(p)
+    p.set_defaults(func=sweep_command)
+    add_trace_parser(sub)
+    p = sub.add_parser("rules", help="list the update rules", formatter_class=Help)
     p.set_defaults(func=_rules)
     p = sub.add_parser("demo", help="a demonstration run: summary + plot",
-                       formatter_class=_Help)
+                       formatter_class=Help)
     p.add_argument("--out", default="asynclab-demo.png",
                    help="where to write the plot (.png, .pdf, .svg, ...)")
-    p.add_argument("--commits", type=_count(1), default=20000, help="commits per seed")
-    _add_overwrite(p)
+    p.add_argument("--commits", type=count(1), default=20000, help="commits per seed")
+    add_overwrite(p)
     p.set_defaults(func=_demo)
     p = sub.add_parser("figures", help="regenerate figures (all, or the ones named)",
-                       formatter_class=_Help,
+                       formatter_class=Help,
                        epilog=f"figures: {_figure_names()}")
     p.add_argument("names", nargs="*", metavar="NAME",
                    help="figure names (default: every figure, listed below)")
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None,
                    help="output folder (default: ./figures if it exists, else the current "
                         "folder); data go to OUT/data/")
-    _add_overwrite(p)
+    add_overwrite(p)
     p.set_defaults(func=_figures)
     return parser
 
@@ -67,7 +67,9 @@ def _interrupted(args) -> str:
     checkpoint = getattr(args, "checkpoint", None)
     if checkpoint is None:
         return "asynclab: interrupted"
-    if _exists(checkpoint):
+    from pathlib import Path
+
+    if Path(checkpoint).exists():
         return (f"asynclab: interrupted; {checkpoint} holds the run up to its last "
                 "checkpoint: rerun the same command with --resume to continue")
     return ("asynclab: interrupted before the first checkpoint was written (nothing to "
@@ -86,7 +88,7 @@ def main(argv=None) -> int:
         return 2
     args = build_parser().parse_args(argv)
     try:
-        if args.func in (_run, _sweep, _demo, _figures):  # the commands that compile
+        if args.func in (run_command, sweep_command, _demo, _figures):  # the commands that compile
             from .._cache import enable_compile_cache
 
             _environment.check()

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 
-def _finite_list(values):
+def finite_list(values):
     return [None if not math.isfinite(v) else float(v) for v in np.ravel(values)]
 
 
@@ -24,7 +24,7 @@ def summary(result, problem) -> dict:
         "hyperparameters": result.config.get("hyperparameters"),
         "events": result.n_events,
         "seeds": result.seeds.tolist(),
-        "final_loss": _finite_list(result.final_loss),
+        "final_loss": finite_list(result.final_loss),
         "mean_staleness": float(np.average(np.arange(hist.size), weights=hist)),
         "staleness_histogram": hist.tolist(),
         "simulated_time": [float(t) for t in result.simulated_time],
@@ -32,17 +32,17 @@ def summary(result, problem) -> dict:
         "diverged_at": [int(t) if t >= 0 else None for t in result.diverged_at],
     }
     if result.center_share is not None:
-        out["center_share"] = [_finite_list(row) for row in result.center_share]
+        out["center_share"] = [finite_list(row) for row in result.center_share]
     if result.goodput is not None:  # one per trace
-        out["goodput"] = _finite_list(result.goodput)
-        out["goodput_per_device_second"] = _finite_list(result.goodput_per_device_second)
+        out["goodput"] = finite_list(result.goodput)
+        out["goodput_per_device_second"] = finite_list(result.goodput_per_device_second)
     if problem.is_surface:
         out["success"] = problem.success(result.final_params).tolist()
     if problem.flat and problem.dim <= 10:
         out["final_params"] = np.asarray(result.final_params).tolist()
     if result.metrics:
-        out["final_accuracy"] = _finite_list(result.final_accuracy)
-        out["final_validation_loss"] = _finite_list(result.final_validation_loss)
+        out["final_accuracy"] = finite_list(result.final_accuracy)
+        out["final_validation_loss"] = finite_list(result.final_validation_loss)
         out["model"] = dict(problem.info or {})
     if single:
         for key in ("final_loss", "simulated_time", "diverged", "diverged_at", "success",
@@ -147,7 +147,7 @@ def strict_json(out: dict) -> str:
     return json.dumps(cleaned, allow_nan=False)
 
 
-def _report(args, result, problem, extra=None) -> None:
+def report(args, result, problem, extra=None) -> None:
     if args.save:
         result.save(args.save)
     if args.plot:

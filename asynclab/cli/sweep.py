@@ -6,21 +6,11 @@ import argparse
 
 import numpy as np
 
-from .. import _validate
-from .._errors import ConfigError
-from ._args import (
-    _add_data_arguments,
-    _add_model_arguments,
-    _add_overwrite,
-    _check_model,
-    _count,
-    _finite,
-    _params,
-    _problem_options,
-    _simulation_options,
-)
-from ._output import _finite_list, strict_json
-from .run import _add_semisync_arguments, _semisync
+from .. import ConfigError, _validate
+from .._names import SCORES
+from . import _flags, _types
+from ._output import finite_list, strict_json
+from .run import check_outputs
 
 
 def _grid_option(pairs) -> dict:
@@ -45,10 +35,8 @@ def _grid_option(pairs) -> dict:
     return grid
 
 
-def _sweep(args) -> int:
-    from ..engine import best_point, scores, sweep
-    from ..engine._sweep import HIGHER_IS_BETTER
-    from ..problems import get_problem
+def sweep_command(args) -> int:
+    from ..engine import HIGHER_IS_BETTER, best_point, prepare, run, scores
 
     if args.score in ("commits_to_target", "time_to_accuracy") and args.target is None:
         what = "ACCURACY" if args.score == "time_to_accuracy" else "LOSS"
@@ -56,11 +44,16 @@ def _sweep(args) -> int:
     if args.score in ("final_loss", "final_accuracy") and args.target is not None:
         raise ConfigError("--target applies to --score commits_to_target, success_rate or "
                           f"time_to_accuracy, not {args.score} (a mean over the seeds)")
-    _check_model(args)
-    if args.save is not None:
-        _validate.output_path(args.save, "--save", suffixes=(".npz",),
-                              overwrite=args.overwrite, kind="result")
-    problem = get_problem(args.problem, **_problem_options(args))
+    check_outputs(args)
+    grid = _grid_option(args.grid)
+    if "learning_rate" in grid and args.learning_rate is not None:
+        raise ConfigError("--learning-rate and --grid learning_rate both set η; drop one")
+    options = _flags.prepare_options(args)
+    both = sorted(set(grid) & set(_flags.params(args.param)))
+    if both:
+        raise ConfigError(f"--param {both[0]} and --grid {both[0]} both set it; drop one")
+    spec = prepare(**options, grid=grid, runs_per_call=args.runs_per_call)
+    problem = spec.problem
     if args.score == "success_rate" and args.target is None and problem.success_radius is None:
         raise ConfigError(f"--score success_rate on {args.problem} needs --target LOSS (a net "
                           "has no success radius)")
@@ -69,16 +62,7 @@ def _sweep(args) -> int:
     if args.score in ("final_accuracy", "time_to_accuracy") and problem.evaluate is None:
         raise ConfigError(f"--score {args.score} ranks by validation accuracy, which only a "
                           f"net problem records (digits, mnist, collider), not {args.problem}")
-    grid = _grid_option(args.grid)
-    if "learning_rate" in grid and args.learning_rate is not None:
-        raise ConfigError("--learning-rate and --grid learning_rate both set η; drop one")
-    both = sorted(set(grid) & set(_params(args.param)))
-    if both:
-        raise ConfigError(f"--param {both[0]} and --grid {both[0]} both set it; drop one")
-    semisync = _semisync(args)
-    result = sweep(args.problem, args.rule, grid=grid, runs_per_call=args.runs_per_call,
-                   **_simulation_options(args),
-                   **({} if semisync is None else {"semisync": semisync}))
+    result = run(spec)
     if args.save:
         result.save(args.save)
     values = scores(result, args.score, target=args.target, problem=problem)
@@ -87,7 +71,7 @@ def _sweep(args) -> int:
     for index in np.ndindex(values.shape):
         point = {name: float(v[i]) for (name, v), i in zip(result.grid.items(), index,
                                                             strict=True)}
-        point["score"] = _finite_list([values[index]])[0]
+        point["score"] = finite_list([values[index]])[0]
         point["diverged"] = int(result.diverged[index].sum())
         points.append(point)
     out = {
@@ -122,28 +106,30 @@ def _sweep(args) -> int:
     return 0
 
 
-def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid", action="append", metavar="NAME=V1,V2,...", required=True,
                    help="values of a traced hyperparameter (repeatable: the grid is the "
                    "product), e.g. --grid learning_rate=1e-3,3e-3,1e-2")
-    p.add_argument("--score", default="final_loss",
-                   choices=("final_loss", "commits_to_target", "success_rate",
-                            "final_accuracy", "time_to_accuracy"),
+    p.add_argument("--score", default="final_loss", choices=SCORES,
                    help="how to rank the points: mean final loss (lower is better), median "
                    "commits until the loss reaches --target (lower), the fraction of seeds "
                    "ending at or below --target (higher; without --target: within the "
                    "problem's success radius); for a net also the mean final validation "
                    "accuracy (higher) or the median simulated seconds until the accuracy "
                    "reaches --target (lower)")
-    p.add_argument("--target", type=_finite, default=None,
+    p.add_argument("--target", type=_types.finite, default=None,
                    help="target loss for --score, or target accuracy for time_to_accuracy")
-    p.add_argument("--runs-per-call", type=_count(1), default=None,
+    p.add_argument("--runs-per-call", type=_types.count(1), default=None,
                    help="(point, seed) pairs replayed per compiled call (default: as many as "
                    "fit in about 1 GiB)")
-    _add_model_arguments(p)
-    _add_data_arguments(p)
-    _add_semisync_arguments(p)
+    _flags.add_problem(p)
+    _flags.add_rule(p)
+    _flags.add_cluster(p)
+    _flags.add_budget(p)
+    _flags.add_seeds(p)
+    _flags.add_replay(p)
+    _flags.add_semisync(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: grid, per-point scores, best point")
     p.add_argument("--save", default=None, help="save the result (.npz) here")
-    _add_overwrite(p)
+    _flags.add_overwrite(p)

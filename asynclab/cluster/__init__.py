@@ -1,5 +1,6 @@
 """Cluster timing models and the SimPy simulator that turns them into a trace."""
 
+from .._facts import ScheduleFacts as ScheduleFacts
 from ._activity import KINDS as KINDS
 from ._activity import Activity as Activity
 from ._availability import Availability as Availability
@@ -10,6 +11,7 @@ from ._distributions import FAMILIES as FAMILIES
 from ._distributions import DistributionFit as DistributionFit
 from ._distributions import fit_distribution as fit_distribution
 from ._distributions import fit_step_times as fit_step_times
+from ._export import FORMATS as EXPORT_FORMATS
 from ._export import export_trace as export_trace
 from ._export import trace_events as trace_events
 from ._export import trace_records as trace_records
@@ -37,6 +39,7 @@ from ._replayed import ReplayedTimes as ReplayedTimes
 from ._replayed import from_log as from_log
 from ._rounds import LATE as LATE
 from ._rounds import SemiSync as SemiSync
+from ._schedule import schedule as schedule
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulate_sync as simulate_sync
 from ._simulator import simulator_bytes as simulator_bytes
@@ -50,7 +53,14 @@ from ._timing import Link as Link
 from ._timing import Straggler as Straggler
 from ._timing import TimingModel as TimingModel
 from ._timing import heterogeneous as heterogeneous
+from ._trace import COMMITS as COMMITS
+from ._trace import REJOINS as REJOINS
+from ._trace import ROUNDS as ROUNDS
+from ._trace import ROUNDS_DISCARD as ROUNDS_DISCARD
+from ._trace import ROUNDS_STALE as ROUNDS_STALE
+from ._trace import TRACE_KINDS as TRACE_KINDS
 from ._trace import RoundTrace as RoundTrace
+from ._trace import rejoin_events as rejoin_events
 from ._trace import Trace as Trace
 from ._trace import slow_workers as slow_workers
 
@@ -69,6 +79,7 @@ __all__ = [
     "ENDS",
     "example_log_path",
     "export_trace",
+    "EXPORT_FORMATS",
     "EXTENDS",
     "FAMILIES",
     "fit_distribution",
@@ -89,6 +100,8 @@ __all__ = [
     "Repairman",
     "ReplayedTimes",
     "round_robin_trace",
+    "schedule",
+    "ScheduleFacts",
     "RoundTrace",
     "simulate_async",
     "simulate_sync",
@@ -103,6 +116,13 @@ __all__ = [
     "TimingModel",
     "total_variation",
     "Trace",
+    "TRACE_KINDS",
+    "COMMITS",
+    "REJOINS",
+    "ROUNDS",
+    "ROUNDS_DISCARD",
+    "ROUNDS_STALE",
+    "rejoin_events",
     "trace_events",
     "trace_from_order",
     "trace_records",

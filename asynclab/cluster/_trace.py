@@ -12,6 +12,20 @@ import numpy as np
 from ._activity import Activity
 from ._availability import Failures
 
+#: The kinds of events a trace holds (``trace.kind``): what an executor must do at each.
+#: Asynchronous commits, one worker each (windows one for all or one per worker):
+COMMITS = "commits"
+#: ...with rejoin pulls between them (workers back from a failure pull the centre):
+REJOINS = "commits+rejoins"
+#: Synchronous rounds in which every worker counts:
+ROUNDS = "rounds"
+#: Semi-synchronous rounds, who counted per round; late work discarded:
+ROUNDS_DISCARD = "rounds+discard"
+#: ...late work counted, stale, in a later round:
+ROUNDS_STALE = "rounds+stale"
+#: Every kind, in that order.
+TRACE_KINDS = (COMMITS, REJOINS, ROUNDS, ROUNDS_DISCARD, ROUNDS_STALE)
+
 
 class Trace(NamedTuple):
     """An asynchronous schedule: one row per commit, in the order the server applied them.
@@ -53,6 +67,13 @@ class Trace(NamedTuple):
     @property
     def n_events(self) -> int:
         return int(self.worker.shape[0])
+
+    @property
+    def kind(self) -> str:
+        """:data:`REJOINS` where a worker comes back from a failure and pulls the centre
+        between two commits, else :data:`COMMITS` (a rejoin at clock 0 is the worker's
+        initial state, one after the last commit changes no commit)."""
+        return REJOINS if rejoin_events(self)[0].size else COMMITS
 
     @property
     def duration(self) -> float:
@@ -103,6 +124,24 @@ class RoundTrace(NamedTuple):
     @property
     def n_events(self) -> int:
         return int(self.time.shape[0])
+
+    @property
+    def kind(self) -> str:
+        """:data:`ROUNDS`, or for semi-synchronous rounds (``counted``)
+        :data:`ROUNDS_DISCARD` or :data:`ROUNDS_STALE` by what became of late work."""
+        if self.counted is None:
+            return ROUNDS
+        return ROUNDS_STALE if self.late == "stale" else ROUNDS_DISCARD
+
+
+def rejoin_events(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """``(after, worker)``: the rejoin pulls an executor replays, each right after commit
+    ``after`` (0-based) by ``worker``; empty where the trace has none."""
+    f = trace.failures
+    if f is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    keep = (f.clock >= 1) & (f.clock < trace.n_events)
+    return np.asarray(f.clock[keep] - 1, np.int64), np.asarray(f.worker[keep], np.int64)
 
 
 def slow_workers(worker, n_workers: int, share: float = 0.5) -> list[int]:

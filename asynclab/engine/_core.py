@@ -380,6 +380,12 @@ def _check_rounds(rule: Rule, traces: Sequence[RoundTrace], n_workers: int) -> N
     if rule.warmup_rounds:
         raise ConfigError(f"{rule.name}'s warm-up rounds do not combine with "
                           "semi-synchronous rounds")
+    check_late(rule, late)
+
+
+def check_late(rule: Rule, late: str | None) -> None:
+    """Late work that counts stale (``late="stale"``) needs a rule whose workers reset to
+    the centre, so that a late commit is an update that can be added to a newer centre."""
     if late == "stale" and (rule.structure is None or rule.structure[0] not in STALE_RULES):
         raise ConfigError(f"late='stale' replays rules whose workers reset to the centre "
                           f"({', '.join(STALE_RULES)}), got {rule.name}")

@@ -15,10 +15,9 @@ from collections.abc import Mapping, Sequence
 import jax
 import numpy as np
 
-from .. import _validate
+from .. import _names, _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
-from ..cluster import Cluster, ComputeTime
 from ..problems import Problem
 from ..rules import RULES, Rule
 from ._compiled import structure_key
@@ -27,10 +26,8 @@ from ._layout import replay_devices
 from ._metrics import first_reached
 from ._replay import _check_seeds, _plan, _replay_in_calls, _Replayed, _result
 from ._result import Result
-from ._run import _prepare
 
-SCORES = ("final_loss", "commits_to_target", "success_rate", "final_accuracy",
-          "time_to_accuracy")
+SCORES = _names.SCORES
 #: the scores where a higher value is better (the others: lower)
 HIGHER_IS_BETTER = ("success_rate", "final_accuracy")
 
@@ -38,7 +35,10 @@ HIGHER_IS_BETTER = ("success_rate", "final_accuracy")
 MEMORY_BUDGET = 1 << 30
 
 
-def _grid(grid, info, rule_name, hyperparameters) -> dict[str, np.ndarray]:
+def check_grid(grid, rule_name: str, hyperparameters: Mapping) -> dict[str, np.ndarray]:
+    """A sweep's grid: traced hyperparameters of the rule, each a non-empty list of
+    numbers, as float64 arrays."""
+    info = RULES[rule_name]
     if not isinstance(grid, Mapping) or not grid:
         raise ConfigError("grid must be a non-empty dict: hyperparameter name -> list of values")
     out = {}
@@ -76,111 +76,6 @@ def _per_element_bytes(plan, problem: Problem, n_workers: int) -> int:
     return 2 * state + records + events
 
 
-def sweep(
-    problem: str | Problem = "beale",
-    rule: str | Rule = "downpour",
-    *,
-    grid: Mapping[str, Sequence[float]],
-    workers: int | None = None,
-    cluster: Cluster | None = None,
-    compute: str | ComputeTime = "exponential",
-    commits: int | None = None,
-    horizon: float | None = None,
-    seeds: int | Sequence[int] = 0,
-    learning_rate: float | None = None,
-    local_steps: int | None = None,
-    noise: float = 0.0,
-    init: str = "start",
-    trace_per_seed: bool = False,
-    record_every: int | None = None,
-    record_paths: bool = False,
-    progress: bool | None = None,
-    problem_options: dict | None = None,
-    start: Sequence[float] | None = None,
-    runs_per_call: int | None = None,
-    devices=None,
-    semisync=None,
-    **hyperparameters,
-) -> Result:
-    """Replay every point of ``grid`` × every seed, as :func:`asynclab.run` would each.
-
-    The grid's keys are traced hyperparameters of the rule (``asynclab rules`` lists which;
-    ``learning_rate`` is one, and a grid over it replaces the ``learning_rate`` argument).
-    Static ones (λ, workers, group size, warm-up, variant switches) decide the shape of the
-    compiled replay and are refused: loop over them with one sweep each. Every point
-    replays the same schedule (or the same one per seed with ``trace_per_seed``), since
-    timing does not depend on the numbers.
-
-    The arguments not listed below are those of :func:`asynclab.run`.
-
-    Args:
-      grid: ``{name: values}``; the points are the product of the value lists, in order.
-      runs_per_call: (point, seed) pairs replayed per compiled call; by default as many as fit
-        in about 1 GiB of states and records. Every call has this size (the last one is
-        padded), so there is one compilation.
-      record_paths: record trajectories (default False: a sweep's paths are rarely wanted).
-      devices: the local devices each call's (point, seed) pairs are split over, as for
-        :func:`asynclab.run`.
-      semisync: semi-synchronous rounds (an :class:`asynclab.cluster.SemiSync`), as for
-        :func:`asynclab.run`: every point replays the same rounds.
-
-    Returns:
-      A :class:`~asynclab.engine.Result` whose per-seed arrays have the grid's axes in
-      front: ``loss`` is ``(len(grid[k1]), ..., len(grid[kK]), S, R)``, ``final_params``
-      ``(..., S, d)``, ``diverged_at`` ``(..., S)``; ``config["grid"]`` records the grid
-      (``result.grid`` reads it back). The events (``time``, ``staleness``, ...) are
-      shared by every point.
-
-    Example:
-      >>> import asynclab
-      >>> result = asynclab.sweep("quadratic", "downpour", workers=4, commits=500,
-      ...                         seeds=range(8), grid={"learning_rate": [0.01, 0.02],
-      ...                                               "server_momentum": [-0.3, 0.0, 0.5]})
-      >>> result.loss.shape[:3]
-      (2, 3, 8)
-    """
-    if isinstance(rule, str):
-        if rule not in RULES:
-            raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
-        info, rule_name = RULES[rule], rule
-    else:
-        if rule.structure is None:
-            raise ConfigError("sweep needs a declared rule (a name, or one built by a factory "
-                              "of asynclab.rules)")
-        info, rule_name = RULES[rule.structure[0]], rule.name
-    if "batch_size" in hyperparameters:
-        raise ConfigError("batch_size: a net's mini-batch size is problem_options="
-                          "{'batch_size': B}; the (point, seed) pairs per compiled call are "
-                          "runs_per_call")
-    grid = _grid(grid, info, rule_name, hyperparameters)
-    devices = replay_devices(devices)  # refused before any work
-    first = {k: float(v[0]) for k, v in grid.items()}
-    if "learning_rate" in first and learning_rate is not None:
-        raise ConfigError("sweep: learning_rate and grid['learning_rate'] both set η; give "
-                          "one of them")
-    if "learning_rate" in first:
-        learning_rate = first.pop("learning_rate")
-    if not isinstance(rule, str):  # rebuilt: an option the grid gives becomes present
-        rule = info.factory(**{**rule.hyperparameters, **first})
-        first = {}
-    seeds = _check_seeds(seeds)
-    if runs_per_call is not None:
-        runs_per_call = _validate.count(runs_per_call, "runs_per_call")
-    problem, rule, traces, seed_list, config = _prepare(
-        problem, rule, workers=workers, cluster=cluster, compute=compute, commits=commits,
-        horizon=horizon, seeds=seeds.tolist(), learning_rate=learning_rate,
-        local_steps=local_steps, noise=noise, init=init, trace_per_seed=trace_per_seed,
-        problem_options=problem_options, start=start, hyperparameters={**hyperparameters,
-                                                                       **first},
-        record_every=record_every, record_paths=record_paths,
-        points=int(np.prod([len(v) for v in grid.values()])),
-        in_flight=runs_per_call or ("bytes", MEMORY_BUDGET), semisync=semisync)
-    return replay_grid(rule, problem, traces, grid=grid, seeds=seed_list, noise=noise,
-                       init=init, record_every=record_every, record_paths=record_paths,
-                       progress=progress, runs_per_call=runs_per_call, config=config,
-                       devices=devices)
-
-
 def replay_grid(
     rule: Rule,
     problem: Problem,
@@ -212,7 +107,7 @@ def replay_grid(
     devices = replay_devices(devices)
     if not (isinstance(grid, Mapping) and all(isinstance(v, np.ndarray) for v in
                                                grid.values())):
-        grid = _grid(grid, info, rule.name, {})
+        grid = check_grid(grid, rule.structure[0], {})
     seeds = _check_seeds(seeds)
     base = dict(rule.hyperparameters)
     for name, values in grid.items():  # concrete checks, as run() would make them

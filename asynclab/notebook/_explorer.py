@@ -29,8 +29,7 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 from .. import _validate
 from .._errors import ConfigError
 from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogeneous
-from ..engine import run, schedule
-from ..engine._run import _rule_from
+from ..engine import prepare, run, schedules
 from ..plot import clip_staleness, draw_contours, draw_loss, draw_staleness, draw_timeline
 from ..problems import get_problem
 from ..rules import RULES, inner_optimizers
@@ -178,21 +177,12 @@ def worker_paths(result, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(np.flatnonzero(who == k), path[who == k]) for k in range(int(who.max()) + 1)]
 
 
-#: The options of :func:`asynclab.run` in :meth:`Explorer.settings` that are not the rule's.
-_RUN_OPTIONS = ("problem", "rule", "cluster", "commits", "seeds", "learning_rate", "noise",
-                "record_every", "record_paths", "progress", "local_steps")
-
-
 def explorer_schedule(settings: dict):
     """The first seed's schedule of a run of these :meth:`Explorer.settings`, simulated
     again with its activity (what every worker did when): the trace the run replayed,
     plus ``trace.activity``."""
-    hyper = {k: v for k, v in settings.items() if k not in _RUN_OPTIONS}
-    cluster = settings["cluster"]
-    rule = _rule_from(settings["rule"], settings["learning_rate"],
-                      settings.get("local_steps"), hyper, cluster)
-    return schedule(rule, cluster, commits=settings["commits"],
-                    rng=list(settings["seeds"])[0], activity=True)
+    options = {k: v for k, v in settings.items() if k != "progress"}
+    return schedules(prepare(**options), activity=True)[0]
 
 
 class Explorer:
@@ -451,8 +441,9 @@ class Explorer:
 
     def _update(self, start: float) -> None:
         settings = self.settings()
-        result = run(**settings)
-        self.trace = explorer_schedule(settings)
+        spec = prepare(**{k: v for k, v in settings.items() if k != "progress"})
+        result = run(spec, progress=False)
+        self.trace = schedules(spec, activity=True)[0]
         replayed = time.perf_counter()
         self.result = result
         self._draw(result)

@@ -11,6 +11,7 @@ from . import parts as parts
 from ._base import AXIS as AXIS
 from ._base import ExchangeInfo as ExchangeInfo
 from ._base import Rule as Rule
+from ._base import ScheduleFacts as ScheduleFacts
 from ._base import ServerState as ServerState
 from ._base import WorkerState as WorkerState
 from ._catalogue import inner_optimizers as inner_optimizers
@@ -29,6 +30,7 @@ __all__ = [
     "ExchangeInfo",
     "Hyperparameter",
     "Rule",
+    "ScheduleFacts",
     "RuleInfo",
     "ServerState",
     "WorkerState",

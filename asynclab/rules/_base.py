@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .._facts import ScheduleFacts
+
 Array = jax.Array
 Params = Any  # a pytree of arrays (a flat vector for the surfaces, a dict for the nets)
 
@@ -142,6 +144,11 @@ class Rule(NamedTuple):
         """The local steps a schedule is made for: ``worker_steps`` when given, else λ."""
         return self.local_steps if self.worker_steps is None else self.worker_steps
 
+    @property
+    def schedule_facts(self) -> ScheduleFacts:
+        """The facts a schedule is made for (:class:`ScheduleFacts`)."""
+        return ScheduleFacts(self.synchronous, self.schedule_steps, self.group_size,
+                             self.warmup_rounds if self.synchronous else 0)
 
 
 

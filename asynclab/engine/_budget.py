@@ -1,0 +1,82 @@
+"""The budget guard: what a run will hold in memory, estimated before any work from the
+shapes of its state (nothing is computed), and refused when it would not fit."""
+
+from __future__ import annotations
+
+import math
+
+from .. import _validate
+from ..cluster import simulator_bytes
+from ._core import default_record_every
+
+#: What the memory check advises when it refuses a run.
+ADVICE = ("give a smaller budget, fewer seeds, fewer seeds at once (runs_per_call), or "
+          "record less (a larger record_every, no trajectories)")
+
+
+def run_memory(rule, problem, cluster, n_workers: int, *, commits=None, horizon=None,
+               traces=None, n_seeds: int = 1, trace_per_seed: bool = False,
+               record_every=None, record_paths=None, points: int = 1,
+               in_flight=None) -> int:
+    """Estimated bytes a run holds: the schedules and the simulator's draws, the state of
+    the runs computed together (every worker's and the server's arrays, a gradient and a
+    copy, and for a data problem what a record's chunk of examples computes), the final
+    parameters and the records of every (point, seed).
+
+    ``in_flight``: how many (point, seed) runs are computed together (default: all), or
+    ``("bytes", B)`` for as many as fit in B bytes (a sweep's automatic batches).
+    ``traces``: the schedules when they are given (then no simulator runs).
+    """
+    if traces is not None:
+        events = max(t.n_events for t in traces)
+    elif commits is not None:
+        events = int(commits)
+    else:  # a horizon: events the cluster completes in that time, on average
+        per_event = cluster.compute.mean_step() * rule.local_steps
+        units = 1 if rule.synchronous else cluster.groups
+        events = int(min(horizon / max(per_event, 1e-12) * units, 2**62)) + 1
+    runs = n_seeds * points
+    info = getattr(problem, "info", None) or {}
+    state = state_bytes(rule, problem, n_workers) + 2 * 4 * problem.dim
+    # what a record's chunk of examples computes, per run (a data problem's; an upper
+    # bound: the sum of the forward pass's values, most of which XLA fuses away)
+    evaluation = info.get("example_bytes", 0) * info.get("record_chunk", 0)
+    if isinstance(in_flight, tuple):  # as many as a byte budget holds, at least one
+        in_flight = max(1, in_flight[1] // (2 * state + evaluation))
+    in_flight = runs if in_flight is None else min(int(in_flight), runs)
+    paths = problem.dim <= 2 if record_paths is None else bool(record_paths)
+    width = problem.dim * (n_workers if rule.synchronous else 1)
+    every = record_every if isinstance(record_every, int) and record_every >= 1 else \
+        default_record_every(rule, problem, max(events, 1), n_workers)
+    records = events // every + 1
+    metrics = 2 if getattr(problem, "evaluate", None) is not None else 0
+    n_traces = len(traces) if traces is not None else (n_seeds if trace_per_seed else 1)
+    draws = 0 if cluster is None or traces is not None else simulator_bytes(
+        cluster, events, rule.local_steps)
+    held = (_validate.memory_estimate(
+        events, traces=n_traces, seeds=runs, records=records,
+        record_bytes=4 * (1 + metrics) + (4 * problem.dim if paths else 0),
+        event_bytes=4 * width if paths else 0)
+        + draws + in_flight * (2 * state + evaluation) + runs * 4 * problem.dim)
+    return int(held)
+
+
+def check_run_memory(rule, problem, cluster, n_workers: int, **run) -> None:
+    """Refuse, before any work, a run whose :func:`run_memory` would not fit."""
+    field = "horizon" if run.get("horizon") is not None else "commits"
+    _validate.check_memory(run_memory(rule, problem, cluster, n_workers, **run), field,
+                           advice=ADVICE)
+
+
+def state_bytes(rule, problem, n_workers: int) -> int:
+    """Bytes of one run's ``(server, workers)``, from their shapes (nothing is computed)."""
+    import jax
+
+    from ._core import initial_state
+
+    # the key is made inside the trace: nothing is computed and the backend is not
+    # started (a started backend's garbage-collection hook would then run, and could
+    # swallow a Ctrl-C, during the long simulation that follows)
+    shapes = jax.eval_shape(
+        lambda: initial_state(rule, problem, jax.random.key(0), n_workers))
+    return sum(math.prod(leaf.shape) * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
