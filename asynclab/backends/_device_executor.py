@@ -40,7 +40,7 @@ import numpy as np
 from .. import _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
-from ..cluster import RoundTrace, Trace, goodput
+from ..cluster import COMMITS, ROUNDS, ROUNDS_DISCARD, ROUNDS_STALE, RoundTrace, Trace, goodput
 from ..engine import Result
 from ..engine._core import (
     check_count,
@@ -48,7 +48,6 @@ from ..engine._core import (
     check_rule,
     check_traces,
     event_arrays,
-    round_late,
     run_config,
     seed_keys,
 )
@@ -60,6 +59,12 @@ from ._device_mesh import _mesh, _replica, _replicate, _resolve_devices, _rows, 
 from ._device_programs import Shared, _initial, _program
 from ._device_records import _Records
 from ._segments import _plan, segment_starts
+
+#: The kinds of traces the device executor replays (``trace.kind``).
+DEVICE_KINDS = (COMMITS, ROUNDS, ROUNDS_DISCARD, ROUNDS_STALE)
+
+#: What became of late work in a semi-synchronous round, by the trace's kind.
+LATE = {ROUNDS_DISCARD: "discard", ROUNDS_STALE: "stale"}
 
 #: The most calls dispatched before the host waits for their results.
 MAX_IN_FLIGHT = 16
@@ -90,9 +95,10 @@ def _check(rule, problem: Problem, trace, init: str, record_every, sync_every, c
            checkpoint_every, resume) -> None:
     check_rule(rule, problem, "the pmap backend")
     check_traces(rule, [trace])
-    if getattr(trace, "failures", None) is not None and trace.failures.n_failures:
-        raise ConfigError("trace: the pmap backend does not replay failures (rejoin pulls); "
-                          "replay a trace with failures with the simulator's replay")
+    if trace.kind not in DEVICE_KINDS:
+        raise ConfigError(f"trace: the pmap backend replays traces of "
+                          f"{', '.join(DEVICE_KINDS)}, not of {trace.kind} (rejoin pulls after "
+                          "failures); replay it with the simulator's replay")
     check_init(rule, init)
     check_count("record_every", record_every)
     check_count("sync_every", sync_every, MAX_IN_FLIGHT)
@@ -189,7 +195,7 @@ def run_pmap(
     starts = segment_starts(trace)
     n_segments, n_events = starts.size - 1, trace.n_events
     init_key, worker_keys = seed_keys(seed, n)
-    late = round_late([trace]) if rule.synchronous else None
+    late = LATE.get(trace.kind)
     program = _program(rule, problem, noise, record_paths, devices, worker_keys.dtype, late)
 
     values = {k: jnp.asarray(v, jnp.float32) for k, v in

@@ -60,8 +60,8 @@ from ._trace import ROUNDS_DISCARD as ROUNDS_DISCARD
 from ._trace import ROUNDS_STALE as ROUNDS_STALE
 from ._trace import TRACE_KINDS as TRACE_KINDS
 from ._trace import RoundTrace as RoundTrace
-from ._trace import rejoin_events as rejoin_events
 from ._trace import Trace as Trace
+from ._trace import rejoin_events as rejoin_events
 from ._trace import slow_workers as slow_workers
 
 __all__ = [

@@ -18,14 +18,9 @@ from ..rules import RULES, Rule
 from ._core import (
     seed_keys,
 )
-from ._events import (
-    _initial_carry,
-    asynchronous_event,
-    chunk_runner,
-    rejoining_event,
-    synchronous_event,
-)
-from ._layout import _over_runs, replay_devices
+from ._events import _initial_carry, chunk_runner
+from ._kinds import EVENT_KINDS, Layout
+from ._layout import _over_runs
 
 #: the compiled initial states and chunk replays (studies may replay several
 #: configurations from threads at once: each cache builds a key once)
@@ -100,21 +95,26 @@ def _pop_workers(values: dict, padded: bool):
     return values, (count.astype(jnp.int32) if padded else None)
 
 
-def _initial_carry_batch(rule, problem, n_workers, init, devices, padded=False, late=None):
-    key = (structure_key(rule), id(problem), n_workers, init, padded, devices, late)
+def _initial_carry_batch(rule, problem, kind: str, layout: Layout, workers: int, init: str):
+    """The compiled initial state of a batch of runs: ``(seeds, values) -> (carry,
+    worker keys)`` on a worker axis of ``workers`` (a padded replay draws on a longer
+    axis than its layout's, see ``INITIAL_AXIS`` in ``asynclab.engine._replay``)."""
+    counts = EVENT_KINDS[kind].counts_movement
+    key = (structure_key(rule), id(problem), workers, init, layout.padded, layout.devices,
+           counts)
 
     def build():
         def initial(seed, values):
             TRACE_COUNT["initial"] += 1
-            values, count = _pop_workers(values, padded)
-            k, worker_keys = seed_keys(seed, n_workers)
+            values, count = _pop_workers(values, layout.padded)
+            k, worker_keys = seed_keys(seed, workers)
             # the initial record is the first chunk's (see chunk_runner): the loss and
             # the metrics compile once, in the chunk's program
-            carry = _initial_carry(with_values(rule, values), problem, k, n_workers, init,
-                                   count, late)
+            carry = _initial_carry(with_values(rule, values), problem, k, workers, init,
+                                   count, counts)
             return carry, worker_keys
 
-        return _CompiledOnce(_over_runs(jax.vmap(initial), devices, (True, True)))
+        return _CompiledOnce(_over_runs(jax.vmap(initial), layout.devices, (True, True)))
 
     return _INITIAL.get(key, build, keep=(rule, problem))
 
@@ -139,29 +139,23 @@ def event_unroll(unroll=None) -> int:
     return int(unroll)
 
 
-def _compiled_chunk(rule, problem, noise, record_paths, n_workers, shared, unroll=1,
-                    devices=None, stepwise=False, padded=False, late=None, rejoins=False):
+def _compiled_chunk(rule, problem, noise, record_paths, kind: str, layout: Layout):
     """The jitted, batch-vmapped chunk replay, cached so new seeds and new values of the
     traced hyperparameters reuse the compilation.
 
-    Keyed by the rule's structure (:func:`structure_key`) and the identity of the problem
+    Keyed by the rule's structure (:func:`structure_key`), the identity of the problem
     (kept alive in the cache, so an identity is never reused while its entry exists;
-    ``asynclab.problems.get_problem`` returns the same object for the same arguments).
-    The traced hyperparameters are the function's last argument, one value per batch
-    element. ``stepwise`` and ``padded``: see :func:`~asynclab.engine._events.
-    synchronous_event` (a padded replay's values hold each run's worker count under
-    :data:`WORKERS`), and so is ``late`` (semi-synchronous rounds). ``rejoins``: the
-    events carry rejoin pulls (:func:`~asynclab.engine._events.rejoining_event`).
+    ``asynclab.problems.get_problem`` returns the same object for the same arguments),
+    the trace's kind of events (:data:`~asynclab.engine._kinds.EVENT_KINDS`) and the
+    layout (:class:`~asynclab.engine._kinds.Layout`). The traced hyperparameters are the
+    function's last argument, one value per batch element (a padded replay's hold each
+    run's worker count under :data:`WORKERS`).
     """
-    devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
     traced = traced_noise(problem, noise)
     key = (structure_key(rule), id(problem), "σ traced" if traced else noise, record_paths,
-           n_workers, shared, unroll, stepwise, padded, late, rejoins,
-           devices)  # devices last
+           kind, layout)
     return _COMPILED.get(key, lambda: _build_chunk(rule, problem, noise, traced, record_paths,
-                                                   n_workers, shared, unroll, devices,
-                                                   stepwise, padded, late, rejoins),
-                         keep=(rule, problem))
+                                                   kind, layout), keep=(rule, problem))
 
 
 def traced_noise(problem, noise) -> bool:
@@ -170,31 +164,28 @@ def traced_noise(problem, noise) -> bool:
     return problem.oracle is None and check_noise(noise) > 0
 
 
-def _build_chunk(rule, problem, noise, traced, record_paths, n_workers, shared, unroll,
-                 devices, stepwise=False, padded=False, late=None, rejoins=False):
+def _build_chunk(rule, problem, noise, traced, record_paths, kind: str, layout: Layout):
     fixed = None if traced else stochastic_gradient(problem, noise)
+    events = EVENT_KINDS[kind]
 
     def event(carry, worker_keys, worker_id, active, index, *rest):
-        *rejoin, values = rest
-        values, count = _pop_workers(values, padded)
+        *extra, values = rest
+        values, count = _pop_workers(values, layout.padded)
         std = values.pop(NOISE_STD, None)
         gradient = stochastic_gradient(problem, std=std) if traced else fixed
-        built = with_values(rule, values)
-        if built.synchronous:
-            one = synchronous_event(built, gradient, n_workers, stepwise, padded, late)
+        one = events.event(with_values(rule, values), gradient, layout)
+        if events.synchronous:
             return one(carry, worker_keys, worker_id, active, index, count)
-        if rejoins:
-            one = rejoining_event(built, gradient)
-            return one(carry, worker_keys, worker_id, active, index, *rejoin)
-        one = asynchronous_event(built, gradient)
-        return one(carry, worker_keys, worker_id, active, index)
+        return one(carry, worker_keys, worker_id, active, index, *extra)
 
-    runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, unroll, shared,
-                          4 if rejoins else 3)
+    arrays = 3 + (events.extra is not None)
+    runner = chunk_runner(event, problem.loss, record_paths, problem.evaluate, layout.unroll,
+                          layout.shared, arrays)
 
-    def chunk(carry, worker_keys, events, values, first):
+    def chunk(carry, worker_keys, chunk_events, values, first):
         TRACE_COUNT["chunk"] += 1
-        return runner(carry, worker_keys, events, values, first)
+        return runner(carry, worker_keys, chunk_events, values, first)
 
-    return _CompiledOnce(_over_runs(chunk, devices, (True, True, not shared, True, False),
+    return _CompiledOnce(_over_runs(chunk, layout.devices,
+                                    (True, True, not layout.shared, True, False),
                                     donate=(0,)))

@@ -347,12 +347,6 @@ MASK_WORKERS = 32
 STALE_RULES = ("synchronous_sgd", "model_averaging", "local_sgd", "post_local_sgd", "diloco")
 
 
-def round_late(traces: Sequence[RoundTrace]) -> str | None:
-    """The semi-synchronous mode of checked round traces: ``"discard"``, ``"stale"``, or
-    None for plain rounds."""
-    return traces[0].late if traces[0].counted is not None else None
-
-
 def _check_rounds(rule: Rule, traces: Sequence[RoundTrace], n_workers: int) -> None:
     """Round traces replayed together are all plain or all semi-synchronous with one
     ``late``; a semi-synchronous one fits the mask and the rule."""

@@ -209,8 +209,34 @@ def round_movement(step, mask, n_workers: int) -> jax.Array:
     return jnp.where(counted, step / k, jnp.float32(0))
 
 
+def masked_event(rule, gradient, n_workers, stale: bool):
+    """One semi-synchronous round: every worker's local work, then the synchronisation
+    over the workers that counted; the event's ``worker_id`` holds the round's bit mask
+    of them (:func:`asynclab.rules.parts.partial_round`). ``stale``: late work counts in
+    a later round (else it is discarded)."""
+    ids = jnp.arange(n_workers, dtype=jnp.int32)
+
+    def one_counted(server, worker, key, worker_id, mask):
+        local = rule.local(worker, gradient, key, worker_id)
+        server, after = partial_round(rule.exchange, server, worker, local,
+                                      counted_of(mask, worker_id), stale)
+        return server, after, local.params
+
+    rounds = jax.vmap(one_counted, in_axes=(None, 0, 0, 0, None), out_axes=(None, 0, 0),
+                      axis_name=AXIS)
+
+    def masked(carry: Carry, worker_keys, worker_id, active, index, count=None):
+        del count  # the mask holds real workers only
+        server, workers, local_params = rounds(carry.server, carry.workers, worker_keys,
+                                               ids, worker_id)
+        carry, stop = _stepped(carry, server, workers, active, index, mask=worker_id)
+        return carry, stop, local_params
+
+    return masked
+
+
 def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
-                      padded: bool = False, late: str | None = None):
+                      padded: bool = False):
     """One round: every worker's local work, then the collective synchronisation.
 
     ``stepwise``: the event is one local step of every worker (``rule`` does one step per
@@ -219,32 +245,9 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
     ``asynclab.engine.replay(..., stepwise=True)``). ``padded``: ``n_workers`` is a padded
     worker axis; the event's ``count`` says how many of its workers are real, and the
     exchange averages over those (:func:`asynclab.rules.parts.padded_workers`).
-    ``late`` (``"discard"`` or ``"stale"``): the rounds are semi-synchronous, and the
-    event's ``worker_id`` holds the bit mask of the workers that counted
-    (:func:`asynclab.rules.parts.partial_round`).
+    Semi-synchronous rounds are :func:`masked_event`'s.
     """
     ids = jnp.arange(n_workers, dtype=jnp.int32)
-
-    if late is not None:
-        stale = late == "stale"
-
-        def one_counted(server, worker, key, worker_id, mask):
-            local = rule.local(worker, gradient, key, worker_id)
-            server, after = partial_round(rule.exchange, server, worker, local,
-                                          counted_of(mask, worker_id), stale)
-            return server, after, local.params
-
-        rounds = jax.vmap(one_counted, in_axes=(None, 0, 0, 0, None), out_axes=(None, 0, 0),
-                          axis_name=AXIS)
-
-        def masked(carry: Carry, worker_keys, worker_id, active, index, count=None):
-            del count  # the mask holds real workers only
-            server, workers, local_params = rounds(carry.server, carry.workers, worker_keys,
-                                                   ids, worker_id)
-            carry, stop = _stepped(carry, server, workers, active, index, mask=worker_id)
-            return carry, stop, local_params
-
-        return masked
 
     def exchange(server, worker, worker_id, count):
         if not padded:
@@ -444,10 +447,9 @@ def _shared_steps(event, batched, carry: Carry, worker_keys, events, values, arr
 
 
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
-                   count=None, late: str | None = None) -> Carry:
-    """The carry before the first event; it counts the centre's movement (``moved``) for
-    an asynchronous rule and for semi-synchronous rounds (``late`` given)."""
+                   count=None, counts: bool = True) -> Carry:
+    """The carry before the first event; ``counts``: it counts the centre's movement
+    (``moved``; the trace's kind says whether, see ``EventKind.counts_movement``)."""
     server, workers = initial_state(rule, problem, key, n_workers, init, count)
-    counts = not rule.synchronous or late is not None
     return Carry(server, workers, jnp.asarray(-1, jnp.int32), jnp.asarray(False),
                  server.center, jnp.zeros(n_workers, jnp.float32) if counts else None)

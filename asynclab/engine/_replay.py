@@ -22,7 +22,7 @@ import numpy as np
 from .. import _validate
 from .._errors import ConfigError
 from .._progress import note, progress_bar
-from ..cluster import RoundTrace, Trace, goodput
+from ..cluster import COMMITS, ROUNDS, RoundTrace, Trace, goodput
 from ..problems import Problem
 from ..rules import Rule
 from ._compiled import (
@@ -40,11 +40,10 @@ from ._core import (
     check_traces,
     default_record_every,
     event_arrays,
-    round_late,
-    round_masks,
     run_config,
 )
 from ._events import reported_center
+from ._kinds import Layout, batch_kind, event_kind
 from ._layout import _host, _put, _spans_processes, replay_devices
 from ._result import Result
 
@@ -122,10 +121,8 @@ class _Plan(NamedTuple):
     stepwise: int = 0
     #: the padded worker axis (``pad_workers``), or None
     pad_workers: int | None = None
-    #: semi-synchronous rounds: what became of late work ("discard", "stale"), else None
-    late: str | None = None
-    #: the events carry rejoin pulls (traces with failures): a fourth event array
-    rejoins: bool = False
+    #: the traces' kind of events (:data:`~asynclab.engine._kinds.EVENT_KINDS`)
+    kind: str = COMMITS
     #: ``(Tr, 2)`` each trace's goodput: fraction, per device-second
     #: (:func:`asynclab.cluster.goodput`)
     goodput: np.ndarray | None = None
@@ -177,8 +174,9 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths,
     if len(traces) not in (1, n_seeds):
         raise ConfigError(f"give one trace, or one per seed ({n_seeds}); got {len(traces)}")
     n_workers = check_traces(rule, traces)
-    late = round_late(traces) if rule.synchronous else None
-    if late is not None and stepwise:
+    kind = batch_kind(traces)
+    events_of = event_kind(kind, rule)
+    if stepwise and kind != ROUNDS:
         raise ConfigError("stepwise replays plain synchronous rounds, not semi-synchronous "
                           "ones")
     time, worker, staleness = event_arrays(traces, rule.synchronous)
@@ -212,46 +210,19 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths,
         ev_worker[:, :n_events * lam] = ends
         ev_active[:, :n_events * lam] = np.repeat(staleness >= 0, lam, axis=1)
     else:
-        # a semi-synchronous round's worker entry holds who counted, one bit per worker
-        ev_worker[:, :n_events] = (np.maximum(worker, 0) if late is None
-                                   else round_masks(traces, n_events))
+        # the kind says what an event's worker entry holds: the committing worker, or
+        # (semi-synchronous rounds) who counted, one bit per worker
+        ev_worker[:, :n_events] = events_of.entries(traces, n_events)
         ev_active[:, :n_events] = staleness >= 0
     ev_index = np.broadcast_to(np.arange(padded, dtype=np.int32), (len(traces), padded))
     events = tuple(a.reshape(shape) for a in (ev_worker, ev_active, ev_index))
-    rejoin = None if rule.synchronous else rejoin_slots(traces, padded)
-    if rejoin is not None:
-        events += (rejoin.reshape(shape + rejoin.shape[-1:]),)
+    if events_of.extra is not None:
+        extra = events_of.extra(traces, padded)
+        events += (extra.reshape(shape + extra.shape[-1:]),)
     return _Plan(time, worker, staleness, n_workers, n_events, record_every, bool(record_paths),
                  n_blocks, blocks_per_chunk, n_chunks, events, lam if stepwise else 0,
-                 pad_workers, late, rejoin is not None,
+                 pad_workers, kind,
                  np.array([goodput(t) for t in traces], np.float64).reshape(-1, 2))
-
-
-def rejoin_slots(traces, padded: int) -> np.ndarray | None:
-    """The rejoin pulls of traces with failures, as event slots: int32 ``(Tr, padded,
-    K)``, entry ``[i, t, j]`` a worker that pulls the centre right after commit ``t`` of
-    trace i (-1: none), K the most rejoins between two commits; None when no trace has
-    a rejoin that the replay needs (one at clock 0 is the worker's initial state, one
-    after the last commit has no commit to change)."""
-    per_trace = []
-    for t in traces:
-        f = t.failures
-        if f is None:
-            per_trace.append(([], []))
-            continue
-        keep = (f.clock >= 1) & (f.clock < t.n_events)
-        per_trace.append((f.clock[keep] - 1, f.worker[keep]))
-    slots = max((np.bincount(e).max() if len(e) else 0) for e, _ in per_trace)
-    if not slots:
-        return None
-    out = np.full((len(traces), padded, slots), -1, np.int32)
-    for i, (events, workers) in enumerate(per_trace):
-        order = np.argsort(events, kind="stable")
-        events, workers = np.asarray(events)[order], np.asarray(workers)[order]
-        # the j-th rejoin after the same commit takes slot j
-        first = np.searchsorted(events, events)
-        out[i, events, np.arange(events.shape[0]) - first] = workers
-    return out
 
 
 class _Replayed(NamedTuple):
@@ -361,16 +332,15 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
     lam = max(plan.stepwise, 1)  # compiled events per event of the plan's traces
     if plan.stepwise:
         rule = stepwise_rule(rule)
-    run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, axis,
-                                shared, event_unroll(unroll), devices, bool(plan.stepwise),
-                                padded, plan.late, plan.rejoins)
+    layout = Layout(axis, shared, event_unroll(unroll), bool(plan.stepwise), padded, devices)
+    run_chunk = _compiled_chunk(rule, problem, float(noise), plan.record_paths, plan.kind,
+                                layout)
     if padded:
         values = {**values, WORKERS: np.full(batch, n_workers, np.float32)}
     values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
     drawn = _initial_axis(axis, devices) if padded else axis
-    carry, worker_keys = _initial_carry_batch(
-        rule, problem, drawn, init, devices, padded, plan.late)(
-            _put(np.asarray(seeds, np.uint32), devices), values)
+    carry, worker_keys = _initial_carry_batch(rule, problem, plan.kind, layout, drawn, init)(
+        _put(np.asarray(seeds, np.uint32), devices), values)
     if drawn > axis:  # the first rows of a longer draw are the draw (worker keys, starts)
         carry = carry._replace(workers=jax.tree.map(lambda x: x[:, :axis], carry.workers))
         worker_keys = worker_keys[:, :axis]
