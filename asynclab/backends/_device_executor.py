@@ -231,7 +231,7 @@ def run_pmap(
     plan = _replicate(_plan(trace, starts, record_every), mesh)
     counted = moved is not None
     shared = _replicate(Shared(server, np.int32(diverged_at), np.int32(position),
-                               moved if counted else None), mesh)
+                               server.center, moved if counted else None), mesh)
     workers = _shard(workers, ids, mesh)
     keys = _shard(jax.random.key_data(worker_keys)[ids], ids, mesh)
     placed_values = _replicate(values, mesh)
@@ -256,7 +256,8 @@ def run_pmap(
                 bar.update(int(starts[step]) - bar.n)
                 diverged_at = int(_replica(shared.diverged_at))
                 if save_now or (checkpoint is not None and diverged_at >= 0):
-                    state = (jax.tree.map(_replica, shared.server), jax.tree.map(_rows, workers))
+                    state = (jax.tree.map(_replica, _reported(shared)),
+                             jax.tree.map(_rows, workers))
                     kept = records.state()
                     if counted:
                         kept["moved"] = np.asarray(_replica(shared.moved))
@@ -281,7 +282,7 @@ def run_pmap(
         record_events=np.minimum(np.arange(math.ceil(n_events / record_every) + 1)
                                  * record_every, n_events),
         loss=loss,
-        final_params=jax.tree.map(lambda x: _replica(x)[None], shared.server.center),
+        final_params=jax.tree.map(lambda x: _replica(x)[None], _reported(shared).center),
         diverged_at=np.asarray([diverged_at], np.int64),
         center_path=center_path,
         worker_path=worker_path,
@@ -292,6 +293,14 @@ def run_pmap(
         goodput_per_device_second=np.asarray([useful[1]], np.float64),
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments))
+
+
+def _reported(shared: Shared):
+    """The server a run reports and checkpoints: the one it runs with, or once diverged
+    holding the last finite centre it kept (the states ran on past it)."""
+    if int(_replica(shared.diverged_at)) < 0:
+        return shared.server
+    return shared.server._replace(center=shared.center)
 
 
 def _center_share(rule, n: int, moved, late=None):

@@ -12,13 +12,17 @@ from .._programs import Programs
 from ..engine import structure_key, with_values
 from ..engine._core import (
     compiler_options,
-    guard,
     initial_state,
     recorded_loss,
     row,
-    select,
 )
-from ..engine._events import counted_of, credit_movement, finite_and_movement
+from ..engine._events import (
+    counted_of,
+    credit_movement,
+    divergence_guard,
+    finite_and_movement,
+    keep_center,
+)
 from ..problems import Problem, stochastic_gradient
 from ..rules import AXIS, Rule
 from ..rules.parts import partial_round
@@ -27,14 +31,26 @@ from ._segments import Plan
 
 
 class Shared(NamedTuple):
-    """What every device holds the same copy of: the server, the run's position, and
-    (asynchronous rules, semi-synchronous rounds) how far each worker's commits moved
-    the centre, as the replay's ``Carry.moved``."""
+    """What every device holds the same copy of: the server, the run's position, the
+    centre it keeps once diverged (the replay's ``Carry.center``; the states run on past
+    it), and (asynchronous rules, semi-synchronous rounds) how far each worker's commits
+    moved the centre, as the replay's ``Carry.moved``."""
 
     server: Any
     diverged_at: Any
     step: Any
+    center: Any
     moved: Any = None
+
+
+def _guarded(shared_center, diverged_at, old_center, new_center, live, index):
+    """The replay's divergence guard of one event on the devices: ``(finite, step,
+    diverged_at, kept centre)`` (:func:`~asynclab.engine._events.divergence_guard`; a
+    device run ends at its trace's end, not at padding)."""
+    finite, step = finite_and_movement(old_center, new_center)
+    stop, diverged_at = divergence_guard(diverged_at < 0, finite, live, index, diverged_at,
+                                         padding_ends=False)
+    return finite, step, diverged_at, keep_center(stop, old_center, shared_center)
 
 
 def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
@@ -83,22 +99,22 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
             counted = counted_of(plan.order[shared.step, 0], me.astype(jnp.int32))
             server, after = partial_round(rule.exchange, shared.server, worker, local,
                                           counted, late == "stale")
-        keep, diverged_at = guard(server.center, shared.diverged_at, True, index)
+        running = shared.diverged_at < 0
+        finite, step, diverged_at, kept = _guarded(shared.center, shared.diverged_at,
+                                                   shared.server.center, server.center, True,
+                                                   index)
         moved = shared.moved
         if late is not None and moved is not None:
-            _, step = finite_and_movement(shared.server.center, server.center)
-            moved = credit_movement(moved, step, keep & jnp.isfinite(step),
+            moved = credit_movement(moved, step, running & finite & jnp.isfinite(step),
                                     mask=plan.order[shared.step, 0])
-        server = select(keep, server, shared.server)
-        worker = select(keep, after, worker)
+        worker = after
         value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
                                               index, True, plan)
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
         metrics = {k: v[None] for k, v in metrics.items()}
-        return Shared(server, diverged_at, shared.step + 1, moved), worker, (
-            value[None], center,
-                          local_params, metrics)
+        return Shared(server, diverged_at, shared.step + 1, kept, moved), worker, (
+            value[None], center, local_params, metrics)
 
     return round_
 
@@ -130,25 +146,37 @@ def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
         gathered = jax.lax.all_gather(local, AXIS)
 
         def slot(state, j):
-            server, mine, diverged_at, moved = state
+            server, mine, diverged_at, kept, moved = state
             committer, index, live_slot = order[j], start + j, active[j]
-            new_server, new_worker, _ = rule.exchange(server, row(gathered, committer))
-            keep, diverged_at = guard(new_server.center, diverged_at, live_slot, index)
+
+            def apply(server):
+                new_server, new_worker, _ = rule.exchange(server, row(gathered, committer))
+                return new_server, new_worker
+
+            # a padding slot is skipped (a branch); a diverged run's states run on
+            new_server, new_worker = jax.lax.cond(live_slot, apply,
+                                                  lambda server: (server, mine), server)
+            running = diverged_at < 0
+            finite, step, diverged_at, kept = _guarded(kept, diverged_at, server.center,
+                                                       new_server.center, live_slot, index)
             if moved is not None:  # the replay's count (asynclab.engine._events._stepped)
-                _, step = finite_and_movement(server.center, new_server.center)
-                moved = credit_movement(moved, step, keep & jnp.isfinite(step), committer)
-            server = select(keep, new_server, server)
-            mine = select(keep & (committer == me), new_worker, mine)
+                moved = credit_movement(moved, step,
+                                        running & live_slot & finite & jnp.isfinite(step),
+                                        committer)
+            mine = jax.lax.cond(live_slot & (committer == me), lambda: new_worker,
+                                lambda: mine)
+            server = new_server
             value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
                                                   index, live_slot, plan)
-            return (server, mine, diverged_at, moved), (
+            return (server, mine, diverged_at, kept, moved), (
                 value, server.center if record_paths else (), metrics)
 
         slots = jnp.arange(order.shape[0], dtype=jnp.int32)
-        (server, worker, diverged_at, moved), (values, centers, metrics) = jax.lax.scan(
-            slot, (shared.server, worker, shared.diverged_at, shared.moved), slots)
+        (server, worker, diverged_at, kept, moved), (values, centers, metrics) = jax.lax.scan(
+            slot, (shared.server, worker, shared.diverged_at, shared.center, shared.moved),
+            slots)
         local_params = local.params if record_paths else ()
-        return Shared(server, diverged_at, shared.step + 1, moved), worker, (
+        return Shared(server, diverged_at, shared.step + 1, kept, moved), worker, (
             values, centers, local_params, metrics)
 
     return segment

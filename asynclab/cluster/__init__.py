@@ -41,11 +41,11 @@ from ._rounds import LATE as LATE
 from ._rounds import SemiSync as SemiSync
 from ._schedule import schedule as schedule
 from ._simulator import simulate_async as simulate_async
-from ._simulator import simulate_sync as simulate_sync
 from ._simulator import simulator_bytes as simulator_bytes
 from ._stragglers import StragglerFit as StragglerFit
 from ._stragglers import fit_stragglers as fit_stragglers
 from ._summary import summarize_log as summarize_log
+from ._sync import simulate_sync as simulate_sync
 from ._timing import DISTRIBUTIONS as DISTRIBUTIONS
 from ._timing import Cluster as Cluster
 from ._timing import ComputeTime as ComputeTime

@@ -10,7 +10,7 @@ import numpy as np
 from .. import _validate
 from .._errors import ConfigError
 from ._activity import join
-from ._simulator import simulate_sync
+from ._sync import simulate_sync
 from ._timing import Cluster
 from ._trace import RoundTrace, Trace
 

@@ -36,22 +36,10 @@ import simpy
 
 from .. import _names, _validate
 from .._errors import ConfigError
+from ._process import Outage, run_until, served, stuck_cause, worker
 
 #: what becomes of the work that misses a round (:attr:`SemiSync.late`)
 LATE = _names.LATE
-
-
-def run_until(env, stop, *, may_stall: bool) -> None:
-    """``env.run(until=stop)``; with ``may_stall``, a run whose processes all wait for
-    good before ``stop`` (SimPy's "no scheduled events left") ends there instead of
-    raising. Any other error, an exception raised inside a process included, is raised."""
-    try:
-        env.run(until=stop)
-    except RuntimeError as error:
-        stalled = type(error) is RuntimeError and not stop.triggered \
-            and env.peek() == math.inf
-        if not (may_stall and stalled):
-            raise
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,6 +225,7 @@ class _Rounds:
         self.stop = stop
         self.current = _Open(env)
         self.time, self.duration, self.counted = [], [], []
+        self.filled = 0  # rounds someone counted in: the run's progress
         self._end = 0.0
 
     def arrive(self, rnd: _Open, worker: int) -> None:
@@ -261,6 +250,7 @@ class _Rounds:
         self.time.append(now)
         self.duration.append(end - self._end)
         self.counted.append(rnd.counted)
+        self.filled += bool(rnd.counted)
         self._end = end
         self.current = _Open(self.env)
         rnd.result.succeed()
@@ -303,47 +293,69 @@ def _deadline_server(env, rounds: _Rounds, semisync: SemiSync):
         recent.append(rnd)
 
 
-def _semisync_worker(env, worker, next_block, down, server, server_time, rounds: _Rounds,
-                     stale, rows=None):
-    """A worker of semi-synchronous rounds: compute, commit, wait for its round, pull.
+class _Stale:
+    """The exchange step of a worker whose late work counts stale: its commit counts in
+    the round open when it reaches the server (queued and served, where the server takes
+    time), then it waits for that round's aggregate."""
 
-    ``stale``: every commit counts in the round open when it arrives. Otherwise
-    (discard) a worker works for the round open when its phase starts, and when that
-    round closes first its work is cancelled wherever it is (computing, travelling,
-    queued or served at the server); it then starts a new phase at once, the reply with
-    the new centre travelling first, as after any round. ``rows`` as in the plain
-    synchronous worker; a cancelled row gets a sixth entry, the time it was cut.
-    ``server_time`` is a float or a callable drawing the next service time (a random
-    server); a service cut short by the round's close still used its draw.
-    """
-    timeout = env.timeout
-    draw = None if isinstance(server_time, float) else server_time
-    delays = next_block(0.0)
-    while delays:
-        for delay in delays:
-            mine = rounds.current
-            row = None
-            if rows is not None:
-                row = [env.now, env.now + delay, math.nan, math.nan, math.inf]
-                rows.append(row)
-            if not stale:
-                yield from _discard_exchange(env, worker, delay, mine, server, server_time,
-                                             draw, rounds, row)
-                continue
-            yield timeout(delay)
-            if server is not None:
-                req = server.request()
-                yield req
-                if row is not None:
-                    row[2] = env.now
-                yield timeout(server_time if draw is None else draw())
-                server.release(req)
-            elif row is not None:
-                row[2] = env.now
-            yield from _count(env, worker, rounds.current, rounds, row)
-        delays = next_block(env.now + down)
-    if not rounds.stop.triggered:  # the worker's timing model ran out of steps
-        rounds.stop.succeed()
+    __slots__ = ("env", "worker", "server", "service", "rounds", "rows")
+
+    def __init__(self, env, worker, server, service, rounds: _Rounds, rows=None):
+        self.env, self.worker, self.server, self.service = env, worker, server, service
+        self.rounds, self.rows = rounds, rows
+
+    def race(self):
+        return None
+
+    def rejoin(self) -> int:  # failures with late="stale" are refused before any work
+        raise AssertionError("a stale-mode worker never fails")
+
+    def step(self, delay: float):
+        env, row = self.env, None
+        if self.rows is not None:
+            row = [env.now, env.now + delay, math.nan, math.nan, math.inf]
+            self.rows.append(row)
+        yield env.timeout(delay)
+        if self.server is not None:
+            req = yield from served(env, self.server, self.service, row, wait_granted=True)
+            self.server.release(req)
+        elif row is not None:
+            row[2] = env.now
+        yield from _count(env, self.worker, self.rounds.current, self.rounds, row)
+        return False
+
+
+class _Discard:
+    """The exchange step of a worker whose late work is discarded: it works for the round
+    open when its phase starts, and when that round closes first its work is cancelled
+    wherever it is (:func:`_discard_exchange`); it then starts a new phase at once, the
+    reply with the new centre travelling first, as after any round. A failure races with
+    the round's close (:meth:`race`): a round that closes first cancels the phase rather
+    than the failure losing it, and a worker back from a failure pulls the current centre
+    and works for the round then open."""
+
+    __slots__ = ("env", "worker", "server", "service", "rounds", "rows")
+
+    def __init__(self, env, worker, server, service, rounds: _Rounds, rows=None):
+        self.env, self.worker, self.server, self.service = env, worker, server, service
+        self.rounds, self.rows = rounds, rows
+
+    def race(self):
+        mine = self.rounds.current
+        return mine.result, lambda: mine.closed
+
+    def rejoin(self) -> int:
+        return len(self.rounds.time)  # rounds applied when it pulls again
+
+    def step(self, delay: float):
+        env, row = self.env, None
+        mine = self.rounds.current
+        if self.rows is not None:
+            row = [env.now, env.now + delay, math.nan, math.nan, math.inf]
+            self.rows.append(row)
+        yield from _discard_exchange(env, self.worker, delay, mine, self.server,
+                                     self.service, self.rounds, row)
+        return False
 
 
 def _count(env, worker, mine, rounds: _Rounds, row):
@@ -357,13 +369,11 @@ def _count(env, worker, mine, rounds: _Rounds, row):
         row[4] = env.now
 
 
-def _discard_exchange(env, worker, delay, mine, server, server_time, draw, rounds: _Rounds,
-                      row):
+def _discard_exchange(env, worker, delay, mine, server, service, rounds: _Rounds, row):
     """One exchange of a discard-mode worker for round ``mine``: ``delay`` seconds of
-    compute and link, the server's queue and service, then :func:`_count` — unless the
-    round closes first, which cancels the work wherever it is (the activity ``row`` then
-    gets a sixth entry, the time it was cut). ``draw`` draws a random service time (None:
-    ``server_time`` seconds)."""
+    compute and link, the server's queue and service (``service()`` seconds), then
+    :func:`_count` — unless the round closes first, which cancels the work wherever it is
+    (the activity ``row`` then gets a sixth entry, the time it was cut)."""
     timeout = env.timeout
     yield timeout(delay) | mine.result
     if not mine.closed and server is not None:
@@ -377,7 +387,7 @@ def _discard_exchange(env, worker, delay, mine, server, server_time, draw, round
         else:
             if row is not None:
                 row[2] = env.now
-            yield timeout(server_time if draw is None else draw()) | mine.result
+            yield timeout(service()) | mine.result
             server.release(req)
     elif not mine.closed and row is not None:
         row[2] = env.now
@@ -388,75 +398,18 @@ def _discard_exchange(env, worker, delay, mine, server, server_time, draw, round
     yield from _count(env, worker, mine, rounds, row)
 
 
-def _failing_semisync_worker(env, worker, next_block, down, server, server_time,
-                             rounds: _Rounds, rows, outages, steps, failed, downtime):
-    """A discard-mode worker of semi-synchronous rounds that goes down and comes back.
-
-    The loop of :func:`_semisync_worker` (``late="discard"``) with the outage test of
-    :func:`~asynclab.cluster._simulator._failing_worker`: when the worker's next outage
-    (``outages`` yields ``(down_at, up_at)`` in time order) starts before its commit
-    reaches the server, and its round has not closed first, the phase's work is lost (no
-    commit; its ``steps`` gradient evaluations count as lost when the phase had begun, in
-    ``failed``, whose row's clock is the rounds applied when it is back). While down it
-    counts in no round; when it is back it pulls the current centre and starts a new phase
-    for the round then open (the reply's ``down`` link time first). A commit that has
-    reached the server counts even if its worker goes down before the round closes.
-    ``downtime`` (a list, or None) receives the ``(down, up)`` intervals for the activity
-    record. A worker whose outage never ends stops.
-    """
-    timeout = env.timeout
-    draw = None if isinstance(server_time, float) else server_time
-    nan = math.nan
-    outage = next(outages, None)
-    delays = next_block(0.0)
-    while delays:
-        for delay in delays:
-            mine = rounds.current
-            start = env.now
-            if outage is not None and outage[0] < start + delay:
-                down_at, up_at = outage
-                cut = max(down_at, start)
-                if cut > start:
-                    yield timeout(cut - start) | mine.result
-                if mine.closed:  # the round closed first: cancelled, not lost
-                    if rows is not None:
-                        rows.append([start, start + delay, nan, nan, math.inf, env.now])
-                    continue
-                if rows is not None:
-                    rows.append([start, start + delay, nan, nan, nan, cut])
-                entry = [worker, cut, max(up_at, cut), -1, steps if down_at >= start else 0]
-                failed.append(entry)
-                if downtime is not None:
-                    downtime.append((cut, entry[2]))
-                if math.isinf(up_at):
-                    return
-                if up_at > env.now:
-                    yield timeout(up_at - env.now)
-                entry[3] = len(rounds.time)  # rounds applied when it pulls again
-                outage = next(outages, None)
-                continue
-            row = None
-            if rows is not None:
-                row = [start, start + delay, nan, nan, math.inf]
-                rows.append(row)
-            yield from _discard_exchange(env, worker, delay, mine, server, server_time, draw,
-                                         rounds, row)
-        delays = next_block(env.now + down)
-    if not rounds.stop.triggered:  # the worker's timing model ran out of steps
-        rounds.stop.succeed()
-
-
 def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, recorder=None,
-                    service=None, failing=None):
+                    service=None, failing=None, local_steps: int = 1):
     """Run the semi-synchronous simulation of ``streams`` (one per worker) until ``limit``
     rounds or the first aggregate after ``horizon``; ``recorder`` (an activity
     :class:`~asynclab.cluster._activity.Recorder`, or None) receives every exchange.
-    ``service``: the server's service time, a float or a callable drawing the next one
-    (None: ``cluster.server_time``, which is then a float). ``failing``: None, or
+    ``service``: a callable giving the server's next service time, or None for a server
+    that takes no time (``asynclab.cluster._streams.service``). ``failing``: None, or
     ``(outages, steps, failed)`` for a discard-mode run with failures: one outage
     iterator per worker (:meth:`~asynclab.cluster.Availability.intervals`), the local
-    steps of a phase and a list that receives the failure rows
-    (:func:`_failing_semisync_worker`).
+    steps of a phase (``local_steps``, also for the message of a run that cannot progress)
+    and a list that receives the failure rows (an
+    :class:`~asynclab.cluster._process.Outage` step per worker).
 
     Returns:
       ``(time, duration, counted)``: float64 ``(R,)``, float64 ``(R,)``, bool ``(R, n)``.
@@ -467,20 +420,17 @@ def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, record
     stop = env.event()
     rounds = _Rounds(env, quorum, semisync.min_count, cluster.transfer_time, limit, horizon,
                      stop)
-    if service is None:
-        service = cluster.server_time
-    server = None if service == 0.0 else simpy.Resource(env, capacity=1)
+    server = None if service is None else simpy.Resource(env, capacity=1)
+    step = _Stale if semisync.stale else _Discard
     for k, stream in enumerate(streams):
         rows = None if recorder is None else recorder.rows[k]
-        if failing is None:
-            env.process(_semisync_worker(env, k, stream.next_block, cluster.transfer_time,
-                                         server, service, rounds, semisync.stale, rows))
-        else:
+        outage = None
+        if failing is not None:
             outages, steps, failed = failing
-            env.process(_failing_semisync_worker(
-                env, k, stream.next_block, cluster.transfer_time, server, service, rounds,
-                rows, outages[k], steps, failed,
-                None if recorder is None else recorder.failed[k]))
+            outage = Outage(k, outages[k], steps, failed,
+                            None if recorder is None else recorder.failed[k], rows)
+        env.process(worker(env, stream.next_block, cluster.transfer_time,
+                           step(env, k, server, service, rounds, rows), stop, outage))
     if quorum is None:
         deadline = math.inf if semisync.deadline is None else semisync.deadline
         env.process(_window_server(env, rounds, semisync.window, deadline))
@@ -488,7 +438,9 @@ def simulate_rounds(streams, cluster, semisync: SemiSync, limit, horizon, record
             not semisync.adaptive and math.isinf(semisync.deadline)):
         env.process(_deadline_server(env, rounds, semisync))
     # with failures too many workers may go down for good: no round closes again
-    run_until(env, stop, may_stall=failing is not None)
+    fixed = semisync.deadline if isinstance(semisync.deadline, float) else None
+    run_until(env, stop, may_stall=failing is not None, progress=lambda: rounds.filled,
+              workers=n, cause=lambda: stuck_cause(cluster, local_steps, fixed))
     counted = np.zeros((len(rounds.time), n), bool)
     for r, members in enumerate(rounds.counted):
         counted[r, members] = True

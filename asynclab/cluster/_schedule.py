@@ -6,7 +6,8 @@ from .._errors import ConfigError
 from .._facts import ScheduleFacts
 from ._orders import simulate_sync_with_warmup
 from ._rounds import SemiSync
-from ._simulator import simulate_async, simulate_sync
+from ._simulator import simulate_async
+from ._sync import simulate_sync
 from ._timing import Cluster
 from ._trace import RoundTrace, Trace
 

@@ -130,20 +130,6 @@ def compiler_options(platform: str | None = None) -> dict:
 # ----------------------------------------------------------------------------- divergence
 
 
-def guard(new_center, diverged_at, active, index):
-    """The device executor's divergence guard of one event: ``(keep, diverged_at)``.
-
-    An event is applied (``keep``) if it is real (``active``), the run has not diverged,
-    and the centre it produces is finite. A live event producing a non-finite centre marks
-    the run as diverged at ``index``; the state stays frozen at the last finite centre.
-    (The replay keeps only that centre and lets the states run on, see
-    ``asynclab.engine._replay``: both report the same event and the same centre.)
-    """
-    live = active & (diverged_at < 0)
-    bad = ~all_finite(new_center)
-    return live & ~bad, jnp.where(live & bad, index, diverged_at)
-
-
 def recorded_loss(loss, center, diverged_at, last_index):
     """``(value, diverged_at)``: the central loss recorded at the end of a block.
 

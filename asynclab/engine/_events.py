@@ -104,10 +104,33 @@ def _stepped(carry: Carry, server, workers, active, index,
         finite, step = finite_and_movement(carry.server.center, server.center)
         applied = running & active & finite & jnp.isfinite(step)
         moved = credit_movement(moved, step, applied, worker_id, mask)
-    stop = running & (~active | ~finite)
-    diverged_at = jnp.where(running & active & ~finite, index, carry.diverged_at)
+    stop, diverged_at = divergence_guard(running, finite, active, index, carry.diverged_at)
     return carry._replace(server=server, workers=workers, diverged_at=diverged_at,
                           stopped=carry.stopped | stop, moved=moved), stop
+
+
+def divergence_guard(running, finite, active, index, diverged_at, padding_ends: bool = True):
+    """The divergence guard of one event of one run: ``(stop, diverged_at)``; the replay's
+    and the device executor's, so that both report the same event and the same centre.
+
+    A live event (the run ``running``, the event ``active``) whose centre is not
+    ``finite`` marks the run as diverged at ``index``. ``stop`` is true at the event that
+    ends the run: that one, or (``padding_ends``, the replay: its shorter traces end in
+    inactive padding) the first inactive one. The caller keeps the centre from before a
+    stop (:func:`keep_center`, a select once per run) and lets the states run on.
+    """
+    live = running & active
+    ends = running & ~active if padding_ends else jnp.asarray(False)
+    return ends | (live & ~finite), jnp.where(live & ~finite, index, diverged_at)
+
+
+def keep_center(stop, before, kept):
+    """The centre a run keeps: ``before`` (the centre before this event) where it
+    ``stop``-s here, else the one it ``kept`` so far, for one run or a batch (a leading
+    axis). The select happens only at an event where a run stops (``lax.cond`` on the
+    whole batch): once per run, not at every event."""
+    return jax.lax.cond(jnp.any(stop), lambda: _batched_select(stop, before, kept),
+                        lambda: kept)
 
 
 def _batched_select(keep, new, old):
@@ -124,10 +147,7 @@ def _keep_centers(before: Carry, after: Carry, stop) -> Carry:
     On a batch of runs, the select over the centres happens only at an event where one
     of them stops (``lax.cond`` on the whole batch): once per run, not at every event.
     """
-    center = jax.lax.cond(jnp.any(stop),
-                          lambda: _batched_select(stop, before.server.center, before.center),
-                          lambda: before.center)
-    return after._replace(center=center)
+    return after._replace(center=keep_center(stop, before.server.center, before.center))
 
 
 def reported_center(carry: Carry):
