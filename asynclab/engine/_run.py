@@ -210,10 +210,8 @@ def schedule(rule: Rule, cluster: Cluster, *, commits=None, horizon=None, rng=0,
 
 def check_semisync_rule(rule: Rule, semisync) -> None:
     """``semisync`` is None or a :class:`~asynclab.cluster.SemiSync` the rule can run:
-    a synchronous rule without warm-up rounds, and for ``late="stale"`` one of
-    :data:`~asynclab.engine._core.STALE_RULES`."""
-    from ._core import STALE_RULES
-
+    a synchronous rule without warm-up rounds, and for ``late="stale"`` one whose workers
+    reset to the centre (``rule.capabilities.resets``)."""
     if semisync is None:
         return
     if not isinstance(semisync, SemiSync):
@@ -224,9 +222,10 @@ def check_semisync_rule(rule: Rule, semisync) -> None:
     if rule.warmup_rounds:
         raise ConfigError(f"semisync: {rule.name}'s warm-up rounds do not combine with "
                           "semi-synchronous rounds")
-    if semisync.stale and (rule.structure is None or rule.structure[0] not in STALE_RULES):
+    if semisync.stale and not rule.capabilities.resets:
         raise ConfigError(f"semisync: late='stale' needs a rule whose workers reset to the "
-                          f"centre ({', '.join(STALE_RULES)}), got {rule.name}")
+                          f"centre at a pull (a late commit is then an update θᵏ − θ̃_pull); "
+                          f"{rule.name}'s do not")
 
 
 def run(

@@ -2,30 +2,40 @@
 
 Each rule is a ``NamedTuple`` of pure functions built by a factory from its parts
 (``asynclab.rules.parts``); ``make_rule(name, **hyperparameters)`` builds one by name.
-Every factory is declared once (``@declare`` in ``_catalogue.py``); the registry
-``RULES`` and the factories exported here (``asynclab.rules.downpour``, ...) are read
-from those declarations.
+Every factory is declared once (``@declare``), the catalogue's and a user's own alike;
+the registry ``RULES`` and the factories exported here (``asynclab.rules.downpour``,
+...) are read from those declarations. A built rule says what it can do
+(``rule.capabilities``).
 """
 
 from . import parts as parts
 from ._base import AXIS as AXIS
+from ._base import Capabilities as Capabilities
 from ._base import ExchangeInfo as ExchangeInfo
 from ._base import Rule as Rule
 from ._base import ServerState as ServerState
 from ._base import WorkerState as WorkerState
 from ._catalogue import inner_optimizers as inner_optimizers
+from ._declaration import MOMENTA as MOMENTA
+from ._declaration import SERVER_MOMENTUM as SERVER_MOMENTUM
+from ._declaration import WORKER_MOMENTUM as WORKER_MOMENTUM
 from ._declaration import Hyperparameter as Hyperparameter
 from ._declaration import declare as declare
 from ._registry import RULES as RULES
 from ._registry import RuleInfo as RuleInfo
 from ._registry import make_rule as make_rule
 
-# one export per declared rule: its factory, under its name
+# one export per rule of the catalogue: its factory, under its name
 globals().update({_name: _info.factory for _name, _info in RULES.items()})
+
 
 __all__ = [
     "AXIS",
+    "MOMENTA",
     "RULES",
+    "SERVER_MOMENTUM",
+    "WORKER_MOMENTUM",
+    "Capabilities",
     "ExchangeInfo",
     "Hyperparameter",
     "Rule",
