@@ -5,7 +5,8 @@ Each rule is a ``NamedTuple`` of pure functions built by a factory from its part
 Every factory is declared once (``@declare``), the catalogue's and a user's own alike;
 the registry ``RULES`` and the factories exported here (``asynclab.rules.downpour``,
 ...) are read from those declarations. A built rule says what it can do
-(``rule.capabilities``).
+(``rule.capabilities``), and :func:`check` runs the shared checks of the rule suite on
+any declared rule.
 """
 
 from . import parts as parts
@@ -29,6 +30,21 @@ from ._registry import make_rule as make_rule
 globals().update({_name: _info.factory for _name, _info in RULES.items()})
 
 
+def __getattr__(name: str):
+    # ``check`` replays rules, so it lives with the replay (asynclab.engine, which imports
+    # this package); it is imported when first used
+    if name == "check":
+        from ..engine._checks import check
+
+        globals()["check"] = check
+        return check
+    raise AttributeError(f"module 'asynclab.rules' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), "check"})
+
+
 __all__ = [
     "AXIS",
     "MOMENTA",
@@ -42,6 +58,7 @@ __all__ = [
     "RuleInfo",
     "ServerState",
     "WorkerState",
+    "check",
     "declare",
     "inner_optimizers",
     "make_rule",
