@@ -30,19 +30,23 @@ from ._registry import make_rule as make_rule
 globals().update({_name: _info.factory for _name, _info in RULES.items()})
 
 
-def __getattr__(name: str):
-    # ``check`` replays rules, so it lives with the replay (asynclab.engine, which imports
-    # this package); it is imported when first used
-    if name == "check":
-        from ..engine._checks import check
+#: names imported when first used, by the module that defines them: ``check`` replays
+#: rules, so it lives with the replay (asynclab.engine, which imports this package)
+_LAZY = {"check": "asynclab.engine._checks"}
 
-        globals()["check"] = check
-        return check
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'asynclab.rules' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), "check"})
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [
