@@ -9,6 +9,7 @@ exists.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
@@ -26,6 +27,7 @@ class Programs:
         self.size = int(size)
         self._entries: OrderedDict[Hashable, tuple[Any, Callable]] = OrderedDict()
         self._lock = threading.RLock()
+        _EVERY.add(self)
 
     def get(self, key: Hashable, build: Callable[[], Callable], keep: Any = ()) -> Callable:
         with self._lock:
@@ -48,3 +50,15 @@ class Programs:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+#: every cache of programs, so that :func:`forget_every_program` reaches them all
+_EVERY: weakref.WeakSet[Programs] = weakref.WeakSet()
+
+
+def forget_every_program() -> None:
+    """Empty every cache of programs: a rule declared again under its name (a notebook
+    cell run twice, a module reloaded) may compute something else, and its programs are
+    keyed by that name."""
+    for programs in list(_EVERY):
+        programs.clear()

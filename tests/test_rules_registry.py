@@ -1,5 +1,10 @@
-"""One parameterised suite over every registered rule, plus the identities and the
-behavioural claims of the thesis, measured with fixed seeds."""
+"""One parameterised suite over every rule of the catalogue, plus the identities and the
+behavioural claims of the thesis, measured with fixed seeds.
+
+The suite's shared checks are ``asynclab.rules.check``, the function a user runs on a
+rule of their own: the tests here give it each rule's settings and pick the checks of
+each tier.
+"""
 
 import numpy as np
 import pytest
@@ -8,9 +13,8 @@ import asynclab
 from asynclab import ConfigError
 from asynclab.cluster import Cluster, ComputeTime, Straggler, simulate_async
 from asynclab.engine import replay
-from asynclab.engine._compiled import TRACE_COUNT
 from asynclab.problems import beale, quadratic
-from asynclab.rules import RULES, adag, downpour, dynsgd, make_rule
+from asynclab.rules import RULES, adag, check, downpour, dynsgd, make_rule
 
 # Per rule: hyperparameters for the convergence suite (n = 4 workers, no noise), chosen so
 # that each converges; the commit budgets are the "stated number of commits".
@@ -46,17 +50,16 @@ def test_the_suite_covers_every_rule():
     assert set(SUITE) == set(RULES)
 
 
-def _run(name, setting, seeds=(0,), **overrides):
+def _check(name, checks, setting=QUADRATIC, **overrides):
+    """``asynclab.rules.check`` of rule ``name`` with its suite settings on ``setting``."""
     options = dict(SUITE[name])
-    workers = options.pop("workers", 4)
-    local_steps = options.pop("local_steps", 1)
-    learning_rate = options.pop("learning_rate", setting["learning_rate"])
-    commits = setting["commits"] * options.pop("budget_factor", 1)
-    kwargs = dict(workers=workers, commits=commits, learning_rate=learning_rate,
-                  local_steps=local_steps, seeds=list(seeds),
+    kwargs = dict(workers=options.pop("workers", 4), local_steps=options.pop("local_steps", 1),
+                  learning_rate=options.pop("learning_rate", setting["learning_rate"]),
+                  commits=setting["commits"] * options.pop("budget_factor", 1),
+                  target=setting["target"], problem=setting["problem"],
                   problem_options=setting.get("problem_options"))
     kwargs.update(overrides)
-    return asynclab.run(setting["problem"], name, **kwargs, **options)
+    return check(name, checks=checks, **kwargs, **options)
 
 
 @pytest.mark.parametrize("name", sorted(SUITE))
@@ -64,9 +67,9 @@ def _run(name, setting, seeds=(0,), **overrides):
 @pytest.mark.parametrize("setting", [QUADRATIC, pytest.param(ROSENBROCK, marks=pytest.mark.slow)],
                          ids=["quadratic", "rosenbrock"])
 def test_converges_without_noise(name, setting):
-    result = _run(name, setting)
-    assert not result.diverged[0]
-    assert result.final_loss[0] < setting["target"], result.final_loss
+    """No divergence, and the final loss below the setting's target."""
+    measured = _check(name, ["converges"], setting)
+    assert list(measured) == ["converges"]
 
 
 #: the rules whose per-rule properties the quick tier checks: a plain asynchronous rule,
@@ -80,35 +83,42 @@ def _tiered(names):
 
 
 @pytest.mark.parametrize("name", _tiered(sorted(SUITE)))
-def test_dtype_kept_deterministic_and_no_retrace_on_new_seeds(name):
-    a = _run(name, QUADRATIC, seeds=(3,), commits=50, noise=1.0)
-    traced = dict(TRACE_COUNT)
-    b = _run(name, QUADRATIC, seeds=(3,), commits=50, noise=1.0)
-    assert a.final_params.dtype == np.float32
-    assert a.loss.dtype == np.float32
-    np.testing.assert_array_equal(a.final_params, b.final_params)
-    np.testing.assert_array_equal(a.loss, b.loss)
-    # another seed replays the same compiled program (no new trace) and other numbers
-    c = _run(name, QUADRATIC, seeds=(4,), commits=50, noise=1.0)
-    assert dict(TRACE_COUNT) == traced
-    assert not np.array_equal(a.final_params, c.final_params)
+def test_dtype_kept_deterministic_and_no_retrace_on_new_seeds_or_values(name):
+    """float32 parameters and losses, the same bits for a seed run twice, and another
+    seed or other traced values replay the same compiled program with other numbers."""
+    measured = _check(name, ["deterministic", "dtype", "new_seed", "new_values"])
+    assert list(measured) == ["deterministic", "dtype", "new_seed", "new_values"]
+
+
+#: the synchronous rules whose local work is λ plain steps and whose synchronisation does
+#: not read λ (docs/rules.md: an average, an elastic average, an outer step on the mean)
+STEPWISE = ("synchronous_sgd", "model_averaging", "local_sgd", "easgd", "diloco")
+
+
+@pytest.mark.slow  # two compilations per rule; tests/test_engine.py keeps model averaging's quick
+@pytest.mark.parametrize("name", STEPWISE)
+def test_a_step_by_step_replay_is_the_plain_replay(name):
+    assert list(_check(name, ["stepwise"])) == ["stepwise"]
 
 
 # ------------------------------------------------------------------------------ identities
 
 ONE_WORKER_ASYNC = ["downpour", "dynsgd", "agn", "adag", "staleness_aware", "delay_adaptive",
-                    "dc_asgd", "gap_aware", "mixed"]
+                    "dc_asgd", "gap_aware", "mixed", "async_diloco"]
+#: what makes a rule's degenerate case: groups of one; DiLoCo's plain outer step with SGD
+DEGENERATE = {"mixed": {"group_size": 1},
+              "async_diloco": {"inner": "sgd", "outer_learning_rate": 1.0,
+                               "outer_momentum": 0.0}}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in ("downpour", "adag", "mixed")
                                                else pytest.mark.slow)
                                   for n in ONE_WORKER_ASYNC])
 def test_asynchronous_rules_with_one_worker_and_one_step_are_sequential_sgd(name):
-    options = {"group_size": 1} if name == "mixed" else {}
-    kwargs = dict(workers=1, commits=300, seeds=[0, 1], noise=10.0, learning_rate=2e-3)
-    result = asynclab.run("beale", name, **kwargs, **options)
-    reference = asynclab.run("beale", "sequential_sgd", **kwargs)
-    np.testing.assert_allclose(result.center_path, reference.center_path, rtol=1e-5, atol=1e-5)
+    """On Beale's function with σ² = 10, η = 2e-3, 300 commits and seeds 0 and 1, the
+    centre's path is sequential SGD's to 1e-5."""
+    measured = check(name, checks=["sequential"], sequential_options=DEGENERATE.get(name))
+    assert list(measured) == ["sequential"]
 
 
 def _trace(n=4, commits=400, local_steps=1, seed=0):
@@ -280,41 +290,13 @@ def test_bad_hyperparameter_names_rule_and_parameter(name, params, word):
 @pytest.mark.parametrize("name", _tiered(sorted(SUITE)))
 @pytest.mark.parametrize("dtype", ["bfloat16", pytest.param("float16", marks=pytest.mark.slow)])
 def test_rule_functions_keep_the_parameter_dtype(name, dtype):
-    """Local work and the exchange keep low-precision parameters in their dtype."""
-    import jax
-    import jax.numpy as jnp
-
-    from asynclab.rules import AXIS
-
-    dtype = jnp.dtype(dtype)
+    """Local work and the exchange keep low-precision parameters in their dtype: the
+    centre, the workers' parameters and, where a worker stores it, the pulled centre."""
     options = {k: v for k, v in SUITE[name].items() if k not in ("workers", "budget_factor")}
-    options.setdefault("learning_rate", 0.01)
-    if name == "delay_adaptive":
-        options["workers"] = 4
-    rule = make_rule(name, **options)
-    center = jnp.linspace(-1, 1, 5).astype(dtype)
-
-    def gradient(params, key, worker, step):
-        return params + jax.random.normal(key, params.shape, params.dtype)
-
-    server = rule.init_server(center)
-    key = jax.random.key(0)
-    if rule.synchronous:
-        workers = jax.vmap(rule.init_worker, in_axes=(0, None))(jnp.stack([center] * 3), server)
-        local = jax.vmap(lambda w, i: rule.local(w, gradient, jax.random.fold_in(key, i), i))
-        workers = local(workers, jnp.arange(3))
-        server, workers, _ = jax.vmap(rule.exchange, in_axes=(None, 0),
-                                      out_axes=(None, 0, 0), axis_name=AXIS)(server, workers)
-    else:
-        worker = rule.init_worker(center, server)
-        for _ in range(2):
-            worker = rule.local(worker, gradient, key, 0)
-            server, worker, _ = rule.exchange(server, worker)
-        workers = worker
-    assert server.center.dtype == dtype
-    assert workers.params.dtype == dtype
-    # a worker stores the centre it pulled only where the rule reads it
-    assert workers.pulled_center is None or workers.pulled_center.dtype == dtype
+    measured = check(name, checks=["low_precision"], dtype=dtype,
+                     learning_rate=options.pop("learning_rate", 0.01),
+                     local_steps=options.pop("local_steps", None), **options)
+    assert list(measured) == ["low_precision"]
 
 
 @pytest.mark.parametrize("name", [n for n in sorted(RULES) if "inner" in RULES[n].parameters])

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 def _rules(args) -> int:
     from ..rules import RULES
-    from ..rules._declaration import STATE_OPTIONS
 
     width = max(len(name) for name in RULES)
     print("hyperparameters marked * are static (a new value compiles a new replay); the "
           "others are traced\nand can be swept (`asynclab sweep --grid NAME=...`). Those "
           "marked + add state when given\n(None, the default, is none; 0.0 is a buffer "
           "that changes nothing):")
-    for name, what in STATE_OPTIONS.items():
+    # what each option adds, as the declarations say (one line per distinct text)
+    described: dict[tuple[str, str], None] = {}
+    for info in RULES.values():
+        described.update(dict.fromkeys(info.state_options.items()))
+    for name, what in described:
         print(f"  +{name}: {what}")
     print()
     for info in RULES.values():

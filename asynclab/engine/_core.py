@@ -327,10 +327,6 @@ def check_traces(rule: Rule, traces: Sequence[Trace | RoundTrace]) -> int:
 #: worker in the (otherwise unused) worker entry of a round's event, an int32
 MASK_WORKERS = 32
 
-#: the rules whose semi-synchronous rounds can let late work count later
-#: (``late="stale"``): their workers reset to the centre, so a late commit is an update
-#: θᵏ − θ̃_pull that can be added to a newer centre
-STALE_RULES = ("synchronous_sgd", "model_averaging", "local_sgd", "post_local_sgd", "diloco")
 
 
 def _check_rounds(rule: Rule, traces: Sequence[RoundTrace], n_workers: int) -> None:
@@ -365,10 +361,12 @@ def _check_rounds(rule: Rule, traces: Sequence[RoundTrace], n_workers: int) -> N
 
 def check_late(rule: Rule, late: str | None) -> None:
     """Late work that counts stale (``late="stale"``) needs a rule whose workers reset to
-    the centre, so that a late commit is an update that can be added to a newer centre."""
-    if late == "stale" and (rule.structure is None or rule.structure[0] not in STALE_RULES):
-        raise ConfigError(f"late='stale' replays rules whose workers reset to the centre "
-                          f"({', '.join(STALE_RULES)}), got {rule.name}")
+    the centre at a pull (``rule.capabilities.resets``), so that a late commit is an
+    update θᵏ − θ̃_pull that can be added to a newer centre."""
+    if late == "stale" and not rule.capabilities.resets:
+        raise ConfigError(f"late='stale' needs a rule whose workers reset to the centre at a "
+                          f"pull (a late commit is then an update θᵏ − θ̃_pull); {rule.name}'s "
+                          "do not")
 
 
 def round_masks(traces: Sequence[RoundTrace], length: int) -> np.ndarray:

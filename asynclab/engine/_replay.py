@@ -133,21 +133,17 @@ class _Plan(NamedTuple):
         return self.n_workers if self.pad_workers is None else self.pad_workers
 
 
-#: the rules :func:`replay` can replay step by step (``stepwise=True``): synchronous,
-#: with plain local work (one optimizer step after another, nothing skipped) and an
-#: exchange that reads only the workers' parameters and states after their λ steps
-STEPWISE_RULES = ("model_averaging",)
-
-
 def stepwise_rule(rule):
     """``rule`` with one local step per round: the rule a step-by-step replay runs (the
-    same compiled program for every λ)."""
+    same compiled program for every λ). The rule must say it can
+    (``rule.capabilities.stepwise``: synchronous, plain local work, and an exchange that
+    reads only the workers' parameters and states after their λ steps)."""
     from ..rules import RULES
 
-    if not rule.synchronous or rule.structure is None or rule.structure[0] not in \
-            STEPWISE_RULES:
-        raise ConfigError(f"stepwise replays only {', '.join(STEPWISE_RULES)}, got "
-                          f"{rule.name}")
+    if not rule.capabilities.stepwise or rule.structure is None:
+        raise ConfigError(f"stepwise replays a declared synchronous rule whose local work "
+                          f"is λ plain steps and whose exchange does not read λ "
+                          f"(rule.capabilities.stepwise); {rule.name} is not one")
     name, static, absent = rule.structure
     static = tuple((k, 1 if k == "local_steps" else v) for k, v in static)
     return RULES[name].rebuild(static, dict(rule.values), absent)
@@ -498,14 +494,16 @@ def replay(
         default backend: this process's, or every process's after
         ``asynclab.backends.initialize``), a count (the first k) or a list of
         ``jax.Device``. A seed's numbers do not depend on it (on a CPU, to the bit).
-      stepwise: replay a synchronous rule (for now model averaging) one local step per
-        compiled event, the synchronisation applied at the last step of every round:
-        every λ then shares one compiled program, which a study of several λ compiles
-        once. The same result (records, centres, ``diverged_at`` in rounds) to float
-        rounding: for λ = 1 the same bits on a CPU, for λ > 1 not (the λ-step loop is
-        unrolled by 4, which XLA rounds differently in the last bits; ``docs/design.md``).
-        A CPU runs a round of λ steps about as fast either way; an accelerator, which
-        pays per event, runs it λ times slower.
+      stepwise: replay a synchronous rule that can (``rule.capabilities.stepwise``:
+        synchronous SGD, model averaging, local SGD, DiLoCo, EASGD without its early
+        stop, a user's rule declared so) one local step per compiled event, the
+        synchronisation applied at the last step of every round: every λ then shares
+        one compiled program, which a study of several λ compiles once. The same
+        result (records, centres, ``diverged_at`` in rounds) to float rounding: for
+        λ = 1 the same bits on a CPU, for λ > 1 not (the λ-step loop is unrolled by 4,
+        which XLA rounds differently in the last bits; ``docs/design.md``). A CPU runs a
+        round of λ steps about as fast either way; an accelerator, which pays per event,
+        runs it λ times slower.
       pad_workers: replay a synchronous rule on a worker axis of this many workers
         (at least the trace's n), of which the first n are the run's: the
         synchronisation averages over those (:func:`asynclab.rules.parts.worker_mean`),

@@ -93,6 +93,34 @@ class ExchangeInfo(NamedTuple):
     scale: Array
 
 
+class Capabilities(NamedTuple):
+    """What a built rule can do: executors ask this rather than a list of rule names.
+
+    Attributes:
+      resets: its workers reset to the centre at a pull (θᵏ ← θ̃), read off its pull part
+        (:func:`~asynclab.rules.parts.reset_to_center`). Their late work in a
+        semi-synchronous round is an update θᵏ − θ̃_pull that can be added to a newer
+        centre, so such a rule can count late work stale (``SemiSync(late="stale")``).
+      stepwise: it may be replayed one local step per compiled event
+        (``asynclab.replay(..., stepwise=True)``): its declaration says so
+        (``declare(..., stepwise=True)``: λ sets only the length of its local work) and
+        its parts allow it (synchronous, plain local work: λ steps of the inner optimizer,
+        nothing masked or skipped; no warm-up rounds).
+      state: the options that add state when given, ``name -> what they add``, as its
+        declaration lists them (whether each is given is in ``Rule.structure``).
+
+    A rule assembled by hand answers conservatively: ``resets`` only where it was
+    composed by :func:`~asynclab.rules.parts.asynchronous` or
+    :func:`~asynclab.rules.parts.synchronous` with the pull
+    :func:`~asynclab.rules.parts.reset_to_center`, never ``stepwise`` (a step-by-step
+    replay rebuilds the rule with λ = 1 through its declaration), no ``state``.
+    """
+
+    resets: bool = False
+    stepwise: bool = False
+    state: Mapping[str, str] = MappingProxyType({})
+
+
 class Rule(NamedTuple):
     """A rule: local work on a worker, then its exchange with the server.
 
@@ -123,6 +151,8 @@ class Rule(NamedTuple):
       worker_steps: one window per worker (asynchronous DiLoCo's dynamic local updates),
         what the schedule is then made for; None when every worker takes ``local_steps``
         (which is otherwise the largest window).
+      capabilities: what the rule can do (:class:`Capabilities`), set by the parts it is
+        composed of and its declaration.
     """
 
     name: str
@@ -138,6 +168,7 @@ class Rule(NamedTuple):
     structure: tuple | None = None
     values: Mapping[str, Any] = MappingProxyType({})
     worker_steps: tuple[int, ...] | None = None
+    capabilities: Capabilities = Capabilities()
 
     @property
     def schedule_steps(self) -> int | tuple[int, ...]:
@@ -149,8 +180,6 @@ class Rule(NamedTuple):
         """The facts a schedule is made for (:class:`ScheduleFacts`)."""
         return ScheduleFacts(self.synchronous, self.schedule_steps, self.group_size,
                              self.warmup_rounds if self.synchronous else 0)
-
-
 
 def server_at(center: Params, outer_state: Any = (), extra: Any = ()) -> ServerState:
     """A server holding ``center`` with its clock at zero."""

@@ -43,11 +43,12 @@ def make_rule(name: str, **hyperparameters) -> Rule:
         hash(items)
     except TypeError:  # arrays: build afresh
         return info.factory(**hyperparameters)
-    return _built(name, items)
+    return _built(info.factory, items)
 
 
 @functools.lru_cache(maxsize=256)
-def _built(name: str, hyperparameters: tuple) -> Rule:
-    # One object per (rule, hyperparameters), for executors that cache by rule object
-    # (the device backends); the replay caches by the rule's structure instead.
-    return RULES[name].factory(**dict(hyperparameters))
+def _built(factory, hyperparameters: tuple) -> Rule:
+    # One object per (declared factory, hyperparameters), for executors that cache by rule
+    # object (the device backends); the replay caches by the rule's structure instead. A
+    # rule declared again has a new factory, and so new objects.
+    return factory(**dict(hyperparameters))

@@ -3,8 +3,9 @@
 - Sphinx roles in docstrings (``:func:`fit_log```, ``:class:`~asynclab.Result```) become
   mkdocstrings cross-references, resolved from the docstring's scope, so an unresolved
   name fails ``mkdocs build --strict`` instead of showing as raw reST.
-- The names ``asynclab`` exports lazily (``_NAMES`` in ``asynclab/__init__.py``, read
-  by its ``__getattr__``) and the rule factories ``asynclab.rules`` exports from its
+- The names ``asynclab`` and ``asynclab.rules`` export lazily (``_NAMES`` in
+  ``asynclab/__init__.py``, ``_LAZY`` in ``asynclab/rules/__init__.py``, read by their
+  ``__getattr__``) and the rule factories ``asynclab.rules`` exports from its
   registry (every ``@declare``d function of ``asynclab/rules/_catalogue.py``) are added
   as aliases, as the running package has them.
 """
@@ -38,6 +39,8 @@ class AsynclabDocs(griffe.Extension):
         for name, module in lazy.items():
             pkg.set_member(name, griffe.Alias(name, f"asynclab.{module}.{name}", parent=pkg))
         rules = pkg.members["rules"]
+        for name, module in ast.literal_eval(str(rules.members["_LAZY"].value)).items():
+            rules.set_member(name, griffe.Alias(name, f"{module}.{name}", parent=rules))
         catalogue = rules.members["_catalogue"]
         for name, member in catalogue.members.items():
             if not member.is_alias and member.is_function and any(str(d.value).startswith("declare")

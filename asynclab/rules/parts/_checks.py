@@ -1,4 +1,8 @@
-"""Checks of the rules' hyperparameters (a traced value passes unchecked)."""
+"""Checks of the rules' hyperparameters (a traced value passes unchecked).
+
+Inside a declared factory a message names the rule and the field (``"adag: gamma must be
+> 0, got 0.0"``): the rule's name comes from its declaration, never from the caller.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import numpy as np
 
 from ... import _validate
 from ..._errors import ConfigError
+from .._building import label as label
 
 
 def traced(value) -> bool:
@@ -17,7 +22,7 @@ def traced(value) -> bool:
     return isinstance(value, jax.core.Tracer)
 
 
-def _real(rule: str, name: str, value, **bounds) -> float:
+def _real(name: str, value, **bounds) -> float:
     """``value`` checked by :func:`asynclab._validate.number` in float32, the precision the
     rules compute in; a concrete 0-d array (a grid's value) is read as its number first.
     A traced value (see :func:`traced`) is returned unchecked, as by every check of a
@@ -27,37 +32,44 @@ def _real(rule: str, name: str, value, **bounds) -> float:
     if not isinstance(value, numbers.Real) and getattr(value, "ndim", None) == 0 \
             and getattr(getattr(value, "dtype", None), "kind", "") in "fiu":
         value = value.item()
-    return _validate.number(value, f"{rule}: {name}", dtype=np.float32, **bounds)
+    return _validate.number(value, label(name), dtype=np.float32, **bounds)
 
 
-def check_positive(rule: str, name: str, value) -> float:
+def check_positive(name: str, value) -> float:
     """``value`` as a float > 0 (also in float32), or a ConfigError naming the rule and
-    the parameter."""
-    return _real(rule, name, value, low=0, low_open=True)
+    the parameter ``name``."""
+    return _real(name, value, low=0, low_open=True)
 
 
-def check_nonnegative(rule: str, name: str, value) -> float:
+def check_nonnegative(name: str, value) -> float:
     """``value`` as a float >= 0, or a ConfigError naming the rule and the parameter."""
-    return _real(rule, name, value, low=0)
+    return _real(name, value, low=0)
 
 
-def check_momentum(rule: str, name: str, value) -> float:
+def check_momentum(name: str, value) -> float:
     """A momentum in (−1, 1) in float32: negative values compensate the implicit
     momentum."""
-    return _real(rule, name, value, low=-1, high=1, low_open=True, high_open=True)
+    return _real(name, value, low=-1, high=1, low_open=True, high_open=True)
 
 
-def check_fraction(rule: str, name: str, value) -> float:
+def check_optional_momentum(name: str, value) -> float | None:
+    """A momentum in (−1, 1), or None: the option not given (no buffer)."""
+    return None if value is None else check_momentum(name, value)
+
+
+def check_fraction(name: str, value) -> float:
     """A number in (0, 1) in float32."""
-    return _real(rule, name, value, low=0, high=1, low_open=True, high_open=True)
+    return _real(name, value, low=0, high=1, low_open=True, high_open=True)
 
 
-def check_count(rule: str, name: str, value, minimum: int = 1) -> int:
+def check_count(name: str, value, minimum: int = 1) -> int:
     """``value`` as an int >= minimum, or a ConfigError naming the rule and the parameter."""
-    return _validate.count(value, f"{rule}: {name}", low=minimum)
+    return _validate.count(value, label(name), low=minimum)
 
 
-def check_flag(rule: str, name: str, value) -> bool:
+def check_flag(name: str, value) -> bool:
+    """``value`` as a bool (True, False, 1 or 0), or a ConfigError naming the rule and the
+    parameter."""
     if not isinstance(value, bool | int) or value not in (0, 1, True, False):
-        raise ConfigError(f"{rule}: {name} must be true or false, got {value!r}")
+        raise ConfigError(f"{label(name)} must be true or false, got {value!r}")
     return bool(value)

@@ -13,6 +13,7 @@ import optax
 from ..._errors import ConfigError
 from .._base import (
     AXIS,
+    Capabilities,
     ExchangeInfo,
     Params,
     Rule,
@@ -20,6 +21,7 @@ from .._base import (
     WorkerState,
     server_at,
 )
+from .._building import current
 from ._exchange import reset_to_center
 from ._local import (
     local_work,
@@ -170,8 +172,26 @@ def _local(inner, local_steps, local, pull, keep_pulled):
     return remember_pull(local) if pull is reset_to_center and not keep_pulled else local
 
 
+def _name(name: str | None) -> str:
+    """``name``, else the declared rule's (the factory being run), else ``"custom"``."""
+    if name is not None:
+        return name
+    declaration = current()
+    return "custom" if declaration is None else declaration.name
+
+
+def _capabilities(pull: Pull, synchronous: bool, local, warmup_rounds: int) -> Capabilities:
+    """What the parts allow: a reset where the pull is :func:`reset_to_center`; a
+    step-by-step replay where the declaration claims it and the local work is plain (no
+    custom local work, no warm-up rounds), synchronous rules only."""
+    declaration = current()
+    stepwise = (synchronous and local is None and not warmup_rounds
+                and declaration is not None and declaration.stepwise)
+    return Capabilities(resets=pull is reset_to_center, stepwise=stepwise)
+
+
 def asynchronous(
-    name: str,
+    name: str | None = None,
     *,
     inner: optax.GradientTransformation,
     local_steps: int,
@@ -191,12 +211,16 @@ def asynchronous(
     it and a pull that does not reset the worker); a worker that resets to the centre
     hands it to the exchange from its local work. ``worker_steps`` gives every worker a
     window of its own (:func:`worker_local_work`; ``local_steps`` is then their maximum).
+    ``name`` defaults to the declared rule's (inside its factory). The rule's
+    capabilities are read off the parts: its workers reset where ``pull`` is
+    :func:`reset_to_center`.
     """
+    capabilities = _capabilities(pull, False, local, 0)
     if worker_steps is not None:
         local = local or worker_local_work(inner, worker_steps)
         local_steps = max(worker_steps)
     return Rule(
-        name=name,
+        name=_name(name),
         synchronous=False,
         init_server=_server_init(outer, init_extra),
         init_worker=start_at_center(inner, keep_pulled=keep_pulled),
@@ -205,11 +229,12 @@ def asynchronous(
         hyperparameters=hyperparameters,
         local_steps=int(local_steps),
         worker_steps=worker_steps,
+        capabilities=capabilities,
     )
 
 
 def synchronous(
-    name: str,
+    name: str | None = None,
     *,
     inner: optax.GradientTransformation,
     local_steps: int,
@@ -221,9 +246,16 @@ def synchronous(
     warmup_rounds: int = 0,
     keep_pulled: bool = False,
 ) -> Rule:
-    """A synchronous rule from its parts (``keep_pulled`` as for :func:`asynchronous`)."""
+    """A synchronous rule from its parts (``keep_pulled`` and ``name`` as for
+    :func:`asynchronous`).
+
+    Its capabilities are read off the parts: its workers reset where ``pull`` is
+    :func:`reset_to_center`; it may be replayed step by step where its declaration says
+    so (``declare(..., stepwise=True)``), its local work is the plain one (no ``local``)
+    and it has no warm-up rounds.
+    """
     return Rule(
-        name=name,
+        name=_name(name),
         synchronous=True,
         init_server=_server_init(outer, None),
         init_worker=start_at_own(inner, keep_pulled=keep_pulled),
@@ -232,4 +264,5 @@ def synchronous(
         hyperparameters=hyperparameters,
         local_steps=int(local_steps),
         warmup_rounds=int(warmup_rounds),
+        capabilities=_capabilities(pull, True, local, warmup_rounds),
     )

@@ -289,6 +289,17 @@ def elastic_average(beta: float):
     return aggregate
 
 
+def elastic_sum(alpha):
+    """Synchronous EASGD's aggregate: θ̃ ← θ̃ + α Σ_k (θᵏ − θ̃), that is
+    :func:`elastic_average` with β = nα, n read from the named axis
+    (:func:`worker_count`), so one rule serves every number of workers."""
+
+    def aggregate(server: ServerState, worker: WorkerState):
+        return elastic_average(alpha * worker_count())(server, worker)
+
+    return aggregate
+
+
 def reset_to_center(old: ServerState, server: ServerState, worker: WorkerState) -> WorkerState:
     """θᵏ ← θ̃: the worker continues from the centre it pulls (its inner state is kept)."""
     del old

@@ -13,6 +13,7 @@ from ..._errors import ConfigError
 from .._base import (
     Params,
 )
+from .._building import label
 from ._checks import traced
 
 
@@ -31,7 +32,7 @@ def worker_sgd(learning_rate: float, momentum: float | None = None,
 INNER_OPTIMIZERS = ("sgd", "adam")
 
 
-def worker_optimizer(rule: str, inner: str, learning_rate, momentum=None,
+def worker_optimizer(inner: str, learning_rate, momentum=None,
                      nesterov: bool = False) -> optax.GradientTransformation:
     """The inner optimizer named ``inner``: ``"sgd"`` (:func:`worker_sgd`, with the worker
     momentum) or ``"adam"`` (``optax.adam(learning_rate)``, Kingma & Ba's defaults β₁ = 0.9,
@@ -44,10 +45,10 @@ def worker_optimizer(rule: str, inner: str, learning_rate, momentum=None,
         return worker_sgd(learning_rate, momentum, nesterov)
     if inner == "adam":
         if momentum is not None and not traced(momentum) and momentum:
-            raise ConfigError(f"{rule}: worker_momentum needs inner='sgd' (Adam keeps its "
-                              f"own moments), got worker_momentum={momentum!r}")
+            raise ConfigError(f"{label('worker_momentum')} needs inner='sgd' (Adam keeps "
+                              f"its own moments), got worker_momentum={momentum!r}")
         return optax.adam(learning_rate)
-    raise ConfigError(f"{rule}: inner must be one of {', '.join(INNER_OPTIMIZERS)}, "
+    raise ConfigError(f"{label('inner')} must be one of {', '.join(INNER_OPTIMIZERS)}, "
                       f"got {inner!r}")
 
 
