@@ -141,8 +141,7 @@ def scratch():
     RULES.update(before)
 
 
-SMALL = dict(workers=4, commits=150, seeds=[0, 1], noise=1.0, learning_rate=0.05,
-             problem_options={"dim": 5, "condition": 4.0})
+SMALL = dict(workers=4, commits=150, seeds=[0, 1], noise=1.0, learning_rate=0.05)
 
 
 def test_a_users_rule_is_declared_once_with_public_names(user_rules):

@@ -19,8 +19,9 @@ from ..cluster import Cluster, simulate_sync
 from ..problems import get_problem
 from ..rules import AXIS, RULES, Rule, RuleInfo
 from ._compiled import TRACE_COUNT
+from ._prepare import build_rule
 from ._replay import replay
-from ._run import build_rule, run
+from ._run import run
 
 #: The checks, in the order they run (see :func:`check`).
 CHECKS = ("converges", "deterministic", "dtype", "new_seed", "new_values", "low_precision",
