@@ -142,28 +142,50 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpF
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the lab's one error format: ``asynclab: error: ...``, exit 2."""
+    """argparse with the lab's one error format: ``asynclab: error: ...``, exit 2; help
+    texts given by :func:`_help_later` are written when the help is shown."""
 
     def error(self, message):
         self.exit(2, f"asynclab: error: {message}\n(see `{self.prog} --help`)\n")
 
+    def format_help(self):
+        for action in self._actions:
+            later = getattr(action, "help_later", None)
+            if later is not None:
+                action.help, action.help_later = later(), None
+        return super().format_help()
 
-def _default_rates() -> str:
-    from .._names import LEARNING_RATES
 
-    rates: dict[float, list[str]] = {}
-    for name, rate in LEARNING_RATES.items():
-        rates.setdefault(rate, []).append(name)
-    return "; ".join(f"{rate:g} for {', '.join(names)}" for rate, names in rates.items())
+def _help_later(action: argparse.Action, text) -> None:
+    """``action``'s help is ``text()``, called when the help is shown: the problems it
+    names come from ``asynclab.problems`` (JAX), which building the parser must not
+    import."""
+    action.help_later = text
 
 
 def _problems_with(option: str) -> list[str]:
-    import inspect
+    """The registered problems that take ``option`` (``dim``, ``model``, ...)."""
+    from ..problems import PROBLEMS, options_of
 
+    return [name for name in PROBLEMS if option in options_of(name)]
+
+
+def _default_rates() -> str:
+    """η of each registered problem for a run that gives none: the ``learning_rate`` its
+    factory declares, else the problems' common default."""
+    from ..problems import PROBLEMS
+    from ..problems._problem import LEARNING_RATE
+
+    rates: dict[float, list[str]] = {}
+    for name, factory in PROBLEMS.items():
+        rates.setdefault(getattr(factory, "learning_rate", LEARNING_RATE), []).append(name)
+    return "; ".join(f"{rate:g} for {', '.join(names)}" for rate, names in rates.items())
+
+
+def _problem_names() -> str:
     from ..problems import PROBLEMS
 
-    return [name for name, factory in PROBLEMS.items()
-            if option in inspect.signature(factory).parameters]
+    return ", ".join(PROBLEMS)
 
 
 def add_compute_arguments(p: argparse.ArgumentParser) -> None:
@@ -289,24 +311,26 @@ def _server_time(args):
 
 def _add_model_arguments(p: argparse.ArgumentParser) -> None:
     """Problem, rule, cluster, budget, seeds and start: what `run` and `sweep` share."""
-    from .._names import INITS, PROBLEMS
+    from .._names import INITS
 
-    p.add_argument("--problem", default="beale",
-                   help=f"problem: {', '.join(PROBLEMS)}")
-    p.add_argument("--dim", type=_count(1), default=None,
-                   help=f"dimension ({', '.join(_problems_with('dim'))}; default: the "
-                   "problem's)")
-    p.add_argument("--condition", type=_positive, default=None,
-                   help=f"condition number ({', '.join(_problems_with('condition'))}; "
-                   "default: the problem's)")
+    _help_later(p.add_argument("--problem", default="beale", help="problem"),
+                lambda: f"problem: {_problem_names()}")
+    _help_later(p.add_argument("--dim", type=_count(1), default=None, help="dimension"),
+                lambda: f"dimension ({', '.join(_problems_with('dim'))}; default: the "
+                "problem's)")
+    _help_later(p.add_argument("--condition", type=_positive, default=None,
+                               help="condition number"),
+                lambda: f"condition number ({', '.join(_problems_with('condition'))}; "
+                "default: the problem's)")
     p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
     p.add_argument("--workers", type=_count(1), default=None,
                    help="number of workers n (default: 4; 1 for sequential_sgd; the device "
                    "count with --backend pmap/threads)")
     p.add_argument("--local-steps", type=_count(1), default=None,
                    help="λ, local steps per exchange (default: the rule's)")
-    p.add_argument("--learning-rate", type=_positive, default=None,
-                   help=f"η (default: the problem's own: {_default_rates()})")
+    _help_later(p.add_argument("--learning-rate", type=_positive, default=None,
+                               help="η (default: the problem's own)"),
+                lambda: f"η (default: the problem's own: {_default_rates()})")
     p.add_argument("--noise", type=_finite, default=0.0,
                    help="σ², variance of the additive Gaussian gradient noise")
     add_compute_arguments(p)
@@ -343,13 +367,15 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     """The net problems' options: one meaning for each of these flags in every command."""
-    p.add_argument("--model", default=None,
-                   help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16, "
-                        "cnn:5x5-32-64:512:maxpool:valid (default: the data set's own)")
-    p.add_argument("--batch-size", type=_count(1), default=None,
-                   help="digits/mnist/collider: examples per local step (default 32)")
-    p.add_argument("--shards", default=None,
-                   help="digits/mnist/collider: iid, class or dirichlet:ALPHA (default iid)")
+    nets = lambda: "/".join(_problems_with("model"))  # noqa: E731
+    _help_later(p.add_argument("--model", default=None, help="the net"),
+                lambda: f"{nets()}: mlp, mlp:256-128, cnn, cnn:8-16, "
+                "cnn:5x5-32-64:512:maxpool:valid (default: the data set's own)")
+    _help_later(p.add_argument("--batch-size", type=_count(1), default=None,
+                               help="examples per local step"),
+                lambda: f"{nets()}: examples per local step (default 32)")
+    _help_later(p.add_argument("--shards", default=None, help="how workers share the data"),
+                lambda: f"{nets()}: iid, class or dirichlet:ALPHA (default iid)")
 
 
 def _add_overwrite(p: argparse.ArgumentParser) -> None:
@@ -414,10 +440,9 @@ def _compute(args):
 
 
 def _problem_options(args) -> dict:
-    from ..problems import DATA_PROBLEMS
-
+    nets = _problems_with("model")
     options = {}
-    data = args.problem in DATA_PROBLEMS
+    data = args.problem in nets
     if args.dim is not None:
         if data:
             raise ConfigError(f"--dim: {args.problem} is a data set; its dimension is the "
@@ -432,7 +457,7 @@ def _problem_options(args) -> dict:
         flag = "--" + field.replace("_", "-")
         if not data:
             raise ConfigError(f"{flag} applies to the data problems "
-                              f"({', '.join(DATA_PROBLEMS)}), not to {args.problem!r}")
+                              f"({', '.join(nets)}), not to {args.problem!r}")
         options[field] = value
     if data and getattr(args, "start", None) is not None:
         raise ConfigError(f"--start: {args.problem} has a net's parameters; its start is "

@@ -181,7 +181,7 @@ def _run(args) -> int:
                               "turns; --backend pmap and threads run one seed")
         return _run_on_devices(args)
     from ..engine import run
-    from ..problems import DATA_PROBLEMS, get_problem
+    from ..problems import get_problem
 
     options = _simulation_options(args)
     if args.devices is not None:  # the seeds split over that many local devices
@@ -197,10 +197,9 @@ def _run(args) -> int:
         cluster = dataclasses.replace(cluster, server_time=_server_time(args),
                                       availability=_availability(args))
         options.update(workers=None, cluster=cluster)
-    problem_options = dict(options["problem_options"])
-    if args.problem in DATA_PROBLEMS:  # one shard per worker, as run() makes them
-        problem_options["workers"] = cluster.workers if cluster else options["workers"]
-    problem = get_problem(args.problem, **problem_options)
+    # a sharded problem gets one shard per worker, as run() deals them out
+    problem = get_problem(args.problem, workers=cluster.workers if cluster else
+                          options["workers"], **options["problem_options"])
     semisync = _semisync(args)
     if semisync is not None:
         options["semisync"] = semisync
@@ -237,13 +236,13 @@ def _run_on_devices(args) -> int:
     n, devices = _devices(args)
 
     from ..engine import build_rule
-    from ..problems import DATA_PROBLEMS, get_problem
+    from ..problems import get_problem
 
     seed = _seeds(args)[0]
     options = _problem_options(args)
-    if args.problem in DATA_PROBLEMS:
-        options["workers"] = n  # one shard per worker
-    problem = get_problem(args.problem, **options)
+    problem = get_problem(args.problem, workers=n, **options)  # a shard per worker
+    if problem.shards is not None:
+        options["workers"] = n
     if args.start is not None:
         from ..engine._run import with_start
 

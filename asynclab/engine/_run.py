@@ -19,7 +19,7 @@ from ..cluster import (
     simulate_sync_with_warmup,
     simulator_bytes,
 )
-from ..problems import DATA_PROBLEMS, Problem, get_problem
+from ..problems import Problem, get_problem, options_of
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._core import default_record_every, run_config
@@ -109,11 +109,11 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
         units = 1 if rule.synchronous else cluster.groups
         events = int(min(horizon / max(per_event, 1e-12) * units, 2**62)) + 1
     runs = n_seeds * points
-    info = getattr(problem, "info", None) or {}
+    costs = problem.recording
     state = _state_bytes(rule, problem, cluster.workers) + 2 * 4 * problem.dim
     # what a record's chunk of examples computes, per run (a data problem's; an upper
     # bound: the sum of the forward pass's values, most of which XLA fuses away)
-    evaluation = info.get("example_bytes", 0) * info.get("record_chunk", 0)
+    evaluation = costs.example_bytes * costs.chunk
     if isinstance(in_flight, tuple):  # as many as a byte budget holds, at least one
         in_flight = max(1, in_flight[1] // (2 * state + evaluation))
     in_flight = runs if in_flight is None else min(int(in_flight), runs)
@@ -122,7 +122,7 @@ def _run_memory(rule, problem, cluster, commits, horizon, n_seeds, trace_per_see
     every = record_every if isinstance(record_every, int) and record_every >= 1 else \
         default_record_every(rule, problem, max(events, 1), cluster.workers)
     records = events // every + 1
-    metrics = 2 if getattr(problem, "evaluate", None) is not None else 0
+    metrics = len(costs.metrics) if problem.evaluate is not None else 0
     draws = simulator_bytes(cluster, events, rule.local_steps)
     held = (_validate.memory_estimate(
         events, traces=n_seeds if trace_per_seed else 1, seeds=runs, records=records,
@@ -257,7 +257,8 @@ def run(
     """Simulate a cluster, replay its schedule with a rule, for every seed.
 
     Args:
-      problem: a problem name (see ``asynclab.problems.PROBLEMS``) or a Problem.
+      problem: a problem name (see ``asynclab.problems.PROBLEMS``) or a Problem (a
+        sharded one is dealt out to the run's workers, ``Problem.for_workers``).
       rule: a rule name (see ``asynclab rules``) or a rule built from asynclab.rules.
       workers: number of workers (shortcut for ``cluster=Cluster(workers, ...)``).
       cluster: the full timing model; overrides ``compute``.
@@ -327,10 +328,14 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
         raise ConfigError(f"problem_options must be a dict of options (e.g. "
                           f"{{'batch_size': 32}}), got {problem_options!r}")
     problem_options = dict(problem_options or {})
-    if isinstance(problem, str) and problem in DATA_PROBLEMS:
-        # one shard per worker (a group's members are workers g·m + j)
-        problem_options.setdefault("workers", cluster.workers)
-    problem = get_problem(problem, **problem_options)
+    # a sharded problem gets one shard per worker (a group's members are workers g·m + j)
+    by_name, shards = isinstance(problem, str), problem_options.pop("workers", None)
+    if shards is not None and by_name and "workers" not in options_of(problem):
+        raise ConfigError(f"workers is not an option of problem {problem!r}")
+    problem = get_problem(problem, workers=cluster.workers if shards is None else shards,
+                          **problem_options)
+    if by_name and problem.shards is not None:
+        problem_options["workers"] = problem.shards.workers
     if start is not None:
         problem = with_start(problem, start)
     defaulted = learning_rate is None and isinstance(rule, str)
