@@ -50,7 +50,8 @@ class Sharding:
     """How a data set's training examples are dealt out to the workers.
 
     - ``Sharding("iid")``: a seeded permutation cut into nearly equal parts;
-    - ``Sharding("class")``: each worker owns whole classes (see :func:`make_shards`);
+    - ``Sharding("class")``: each worker owns whole classes (worker k class k mod C,
+      the workers sharing a class splitting it);
     - ``Sharding("dirichlet", alpha)``: non-iid by label, each class's examples split
       over the workers in proportions drawn from Dirichlet(α, …, α) (Hsu et al., 2019).
 
