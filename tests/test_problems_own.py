@@ -464,10 +464,16 @@ def test_a_file_that_is_not_an_array_is_refused(tmp_path):
 def test_get_problem_takes_the_runs_worker_count():
     beale = get_problem("beale", workers=8)
     assert beale is get_problem("beale") and isinstance(beale, Problem)
-    digits = pytest.importorskip("sklearn") and get_problem("digits", model="mlp:8",
-                                                            batch_size=8, workers=3)
+    pytest.importorskip("sklearn")
+    digits = get_problem("digits", model="mlp:8", batch_size=8, workers=3)
     assert digits.shards.workers == 3
     assert digits is get_problem("digits", model="mlp:8", batch_size=8, workers=3)
     assert get_problem(digits, workers=5) is digits.for_workers(5)
     with pytest.raises(ConfigError, match="workers"):
         asynclab.run("beale", commits=2, problem_options={"workers": 3})
+
+
+def test_a_random_start_needs_a_box_or_an_init():
+    fixed = from_loss(lambda p: jnp.sum(p * p), [1.0, 2.0], name="fixed")
+    with pytest.raises(ConfigError, match="init='random'"):
+        asynclab.run(fixed, commits=2, init="random")

@@ -362,6 +362,9 @@ def _prepare(problem, rule, *, workers, cluster, compute, commits, horizon, seed
     seed_list = _validate.seeds(seeds)
     noise = check_noise(noise)
     check_options(rule, init, record_every)
+    if init != "start" and problem.init is None and problem.box is None:
+        raise ConfigError(f"init={init!r}: {problem.name} has no box and no init for random "
+                          "starts; build it with box= (from_loss) or init= (from_model)")
     _validate.check_memory(_run_memory(rule, problem, cluster, commits, horizon, len(seed_list),
                                        trace_per_seed, record_every, record_paths, points,
                                        in_flight),

@@ -207,7 +207,7 @@ class Problem(NamedTuple):
                 jax.random.split(key, n))
         if self.box is None:
             raise ConfigError(f"init: {self.name} has no box and no init for random starts;"
-                              " give box= or init= when building it")
+                              " build it with box= (from_loss) or init= (from_model)")
         low, high = (jnp.asarray(b, jnp.float32) for b in self.box)
         shape = (self.dim,) if n is None else (n, self.dim)
         return jax.random.uniform(key, shape, jnp.float32, low, high)
