@@ -461,6 +461,10 @@ def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metr
     seed = _validate.seed(seed, "seed")
     loss_examples = _validate.count(loss_examples, "loss_examples")
     sharding = Sharding.parse(shards)
+    if isinstance(loss, str) and loss not in LOSSES or not (isinstance(loss, str)
+                                                             or callable(loss)):
+        raise ConfigError(f"loss: give one of {', '.join(LOSSES)} or a function (outputs, "
+                          f"labels) -> per-example losses or their mean, got {loss!r}")
     if name is None:
         name = "model"
     if not isinstance(name, str) or not name:
@@ -613,7 +617,8 @@ def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metr
         if not callable(init):
             raise ConfigError(f"init must be a function key -> params, got {init!r}")
         try:
-            shapes = jax.eval_shape(init, jax.random.key(0))
+            # the key is made inside the trace: nothing is compiled
+            shapes = jax.eval_shape(lambda: init(jax.random.key(0)))
         except Exception as error:  # the user's function: whatever it raises, name it
             raise ConfigError(f"init: calling it on a key raised {type(error).__name__}: "
                               f"{error}") from None
