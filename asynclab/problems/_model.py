@@ -325,8 +325,7 @@ def _split(n: int, labels, classes: bool, validation: float, seed: int):
     return np.sort(order[k:]), np.sort(order[:k])
 
 
-def _shard_fields(*, sharding, labels, classes, seed, batch_size, x_train, y_train,
-                  batch_loss):
+def _shard_fields(*, sharding, labels, classes, seed, batch_size, batch_loss):
     """``reshard(n) -> dict``: the fields of a data problem that depend on its shards
     (``batch``, ``oracle``, ``shards``) for ``n`` workers."""
     n_train = int(labels.shape[0])
@@ -387,6 +386,183 @@ def _shard_fields(*, sharding, labels, classes, seed, batch_size, x_train, y_tra
         }
 
     return reshard
+
+
+class _Data(NamedTuple):
+    """A data set read and split: host arrays (a dict of arrays for dict features); the
+    labels None where the features are the targets."""
+
+    x_train: Any
+    y_train: np.ndarray | None
+    x_valid: Any
+    y_valid: np.ndarray | None
+    integer: bool   # labels: one integer per example
+    classes: bool   # ... and >= 0: class indices (stratified splits, class shards)
+
+
+def _read_data(x, y, validation, examples, seed) -> _Data:
+    """The training and validation arrays of :func:`from_model`'s ``x``, ``y``,
+    ``validation`` and ``examples``: each row that is used read once, nothing else."""
+    x = _array_like(x, "x")
+    if isinstance(y, str) and isinstance(x, dict):
+        if y not in x:
+            raise ConfigError(f"y: {y!r} is not an entry of x ({', '.join(x)})")
+        x = dict(x)
+        y = x.pop(y)
+        if not x:
+            raise ConfigError("y: taking the labels out of x leaves no features")
+        if len(x) == 1:
+            (x,) = x.values()
+    elif y is not None:
+        y = _array_like(y, "y")
+        if isinstance(y, dict):
+            raise ConfigError("y: the labels are one array, not a dict")
+    n = _length(x, "x")
+    if y is not None and int(y.shape[0]) != n:
+        raise ConfigError(f"y: {int(y.shape[0])} labels for {n} examples of x; give one "
+                          "label per example")
+    labels = None if y is None else _device_dtype(np.asarray(y))
+    integer = labels is not None and labels.dtype.kind in "iu" and labels.ndim == 1
+    is_class = integer and (labels.size == 0 or labels.min() >= 0)
+
+    keep = None
+    if examples is not None:
+        examples = _validate.count(examples, "examples", low=2)
+        if examples > n:
+            raise ConfigError(f"examples: {examples} exceeds the {n} available")
+        keep = np.sort(np.random.default_rng(seed).permutation(n)[:examples])
+        labels = None if labels is None else labels[keep]
+        n = examples
+
+    if isinstance(validation, tuple | list):
+        if len(validation) != 2:
+            raise ConfigError("validation: give a fraction in (0, 1) or (x_valid, y_valid)")
+        x_valid = _array_like(validation[0], "validation[0]")
+        if isinstance(x_valid, dict) != isinstance(x, dict):
+            raise ConfigError("validation[0]: the validation features must have the "
+                              "training features' form (an array, or a dict of arrays)")
+        n_valid = _length(x_valid, "validation[0]")
+        if (validation[1] is None) != (y is None):
+            raise ConfigError("validation[1]: give validation labels exactly when y is given")
+        y_valid = None
+        if validation[1] is not None:
+            y_valid = np.asarray(_array_like(validation[1], "validation[1]"))
+            if y_valid.shape[0] != n_valid:
+                raise ConfigError(f"validation[1]: {y_valid.shape[0]} labels for {n_valid} "
+                                  "validation examples")
+            y_valid = _device_dtype(y_valid)
+        _validate.check_memory(2 * (_nbytes(x) + _nbytes(x_valid)), "x",
+                               what="this data set", advice="give fewer examples")
+        return _Data(_rows(x, keep), labels, _rows(x_valid, None), y_valid, integer,
+                     is_class)
+    if isinstance(validation, bool) or not isinstance(validation, int | float) \
+            or not 0 < validation < 1:
+        raise ConfigError(f"validation must be a fraction in (0, 1) or (x_valid, y_valid),"
+                          f" got {validation!r}")
+    train, valid = _split(n, labels if is_class else None, is_class, float(validation), seed)
+    if train.size == 0 or valid.size == 0:
+        raise ConfigError(f"validation={validation} leaves an empty part of {n} examples")
+    _validate.check_memory(2 * _nbytes(x) * n // _length(x, "x"), "x",
+                           what="this data set", advice="give fewer examples")
+    rows_train = train if keep is None else keep[train]
+    rows_valid = valid if keep is None else keep[valid]
+    return _Data(_rows(x, rows_train), None if labels is None else labels[train],
+                 _rows(x, rows_valid), None if labels is None else labels[valid],
+                 integer, is_class)
+
+
+def _check_model(apply, params, data: _Data, loss, sharding) -> tuple[int | None, Any]:
+    """``(classes, outputs)``: the classes the labels index (None where they are not
+    classes) and ``apply``'s outputs for two examples (shapes only: nothing is computed),
+    after checking the model's outputs against the loss and the labels."""
+    first = jax.tree.map(lambda a: a[:1], data.x_train)
+    try:
+        out_one = jax.eval_shape(apply, params, first)
+    except Exception as error:  # the user's function: whatever it raises, name it
+        raise ConfigError(f"apply: calling it on params and a batch of one example of x "
+                          f"raised {type(error).__name__}: {error}") from None
+    if not hasattr(out_one, "shape") or len(out_one.shape) < 1 or out_one.shape[0] != 1:
+        raise ConfigError(f"apply: must return outputs with a leading batch axis; on a "
+                          f"batch of one it returned {_shape_of(out_one)}")
+    classes = None
+    y_train, y_valid = data.y_train, data.y_valid
+    if isinstance(loss, str) and loss == "cross_entropy":
+        if y_train is None or not data.integer:
+            raise ConfigError("y: cross-entropy needs integer class labels, one per example"
+                              + ("" if y_train is None else f"; got dtype {y_train.dtype} "
+                                 f"and shape {y_train.shape}"))
+        if len(out_one.shape) != 2:
+            raise ConfigError(f"apply: cross-entropy needs outputs (batch, classes), got "
+                              f"{_shape_of(out_one)} for one example")
+        classes = int(out_one.shape[1])
+        for field, values in (("y", y_train), ("validation[1]", y_valid)):
+            if values is not None and values.size and (
+                    values.min() < 0 or values.max() >= classes):
+                bad = values.min() if values.min() < 0 else values.max()
+                raise ConfigError(f"{field}: labels must be classes in [0, {classes}) for "
+                                  f"the model's {classes} outputs, found {bad}")
+    if isinstance(loss, str) and loss == "mse":
+        per_example = math.prod(out_one.shape[1:])
+        targets = y_train if y_train is not None else data.x_train
+        leaves = jax.tree.leaves(targets)
+        if len(leaves) != 1 or math.prod(leaves[0].shape[1:]) != per_example:
+            raise ConfigError(f"{'y' if y_train is not None else 'x'}: mse needs targets of "
+                              f"the outputs' size per example ({per_example}), got "
+                              f"{[tuple(a.shape[1:]) for a in leaves]}")
+    if data.classes and classes is None:  # class labels under another loss: those present
+        classes = int(max(y_train.max(initial=0),
+                          0 if y_valid is None else y_valid.max(initial=0))) + 1
+    if sharding.kind != "iid" and not data.classes:
+        raise ConfigError(f"shards: {sharding} shards deal out classes and need integer "
+                          "class labels (y); use iid")
+    outputs = jax.eval_shape(apply, params, jax.tree.map(lambda a: a[:2], data.x_train))
+    return (classes if data.classes else None), outputs
+
+
+def _metrics(metrics, loss, classes, outputs, labels) -> dict[str, _Measure]:
+    """The measures of ``metrics`` (names or a dict of name to a function), checked on
+    two examples' ``outputs`` and ``labels``; by default accuracy for cross-entropy."""
+    entropy = isinstance(loss, str) and loss == "cross_entropy"
+    if metrics is None:
+        metrics = ("accuracy",) if entropy else ()
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    if not isinstance(metrics, Mapping):
+        try:
+            metrics = {m: m for m in metrics}
+        except TypeError:
+            raise ConfigError(f"metrics must be names or a dict of name to function, got "
+                              f"{metrics!r}") from None
+    measures = {}
+    for metric, spec in metrics.items():
+        if not isinstance(metric, str) or metric == "validation_loss":
+            raise ConfigError(f"metrics: {metric!r} is not a name a record can take "
+                              "(validation_loss is the loss's)")
+        if isinstance(spec, str) and spec == "accuracy" and (
+                classes is None or len(outputs.shape) != 2):
+            raise ConfigError("metrics: accuracy needs integer class labels and outputs "
+                              "(batch, classes)")
+        measures[metric] = _measure(spec, f"metrics[{metric!r}]", outputs, labels)
+    return measures
+
+
+def _check_init(init, params) -> None:
+    """``init(key)`` returns parameters of ``params``' structure and shapes."""
+    if init is None:
+        return
+    if not callable(init):
+        raise ConfigError(f"init must be a function key -> params, got {init!r}")
+    try:
+        # the key is made inside the trace: nothing is compiled
+        shapes = jax.eval_shape(lambda: init(jax.random.key(0)))
+    except Exception as error:  # the user's function: whatever it raises, name it
+        raise ConfigError(f"init: calling it on a key raised {type(error).__name__}: "
+                          f"{error}") from None
+    if jax.tree.structure(shapes) != jax.tree.structure(params) or any(
+            tuple(a.shape) != np.shape(b) for a, b in
+            zip(jax.tree.leaves(shapes), jax.tree.leaves(params), strict=True)):
+        raise ConfigError("init: returns parameters of another structure or shape than "
+                          "params")
 
 
 def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metrics=None,
@@ -461,8 +637,8 @@ def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metr
     seed = _validate.seed(seed, "seed")
     loss_examples = _validate.count(loss_examples, "loss_examples")
     sharding = Sharding.parse(shards)
-    if isinstance(loss, str) and loss not in LOSSES or not (isinstance(loss, str)
-                                                             or callable(loss)):
+    if (isinstance(loss, str) and loss not in LOSSES) or not (isinstance(loss, str)
+                                                               or callable(loss)):
         raise ConfigError(f"loss: give one of {', '.join(LOSSES)} or a function (outputs, "
                           f"labels) -> per-example losses or their mean, got {loss!r}")
     if name is None:
@@ -473,160 +649,17 @@ def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metr
         learning_rate = _validate.number(learning_rate, "learning_rate", low=0, low_open=True)
     _check_size(params, workers)
 
-    # the data, not read yet
-    x = _array_like(x, "x")
-    if isinstance(y, str) and isinstance(x, dict):
-        if y not in x:
-            raise ConfigError(f"y: {y!r} is not an entry of x ({', '.join(x)})")
-        x = dict(x)
-        y = x.pop(y)
-        if not x:
-            raise ConfigError("y: taking the labels out of x leaves no features")
-        if len(x) == 1:
-            (x,) = x.values()
-    elif y is not None:
-        y = _array_like(y, "y")
-        if isinstance(y, dict):
-            raise ConfigError("y: the labels are one array, not a dict")
-    n = _length(x, "x")
-    if y is not None and int(y.shape[0]) != n:
-        raise ConfigError(f"y: {int(y.shape[0])} labels for {n} examples of x; give one "
-                          "label per example")
-    labels = None if y is None else _device_dtype(np.asarray(y))
-    integer = labels is not None and labels.dtype.kind in "iu" and labels.ndim == 1
-    # class labels: integers >= 0 (stratified splits, class shards, histograms)
-    is_class = integer and (labels.size == 0 or labels.min() >= 0)
-
-    keep = None
-    if examples is not None:
-        examples = _validate.count(examples, "examples", low=2)
-        if examples > n:
-            raise ConfigError(f"examples: {examples} exceeds the {n} available")
-        keep = np.sort(np.random.default_rng(seed).permutation(n)[:examples])
-        labels = None if labels is None else labels[keep]
-        n = examples
-
-    if isinstance(validation, tuple | list):
-        if len(validation) != 2:
-            raise ConfigError("validation: give a fraction in (0, 1) or (x_valid, y_valid)")
-        x_valid = _array_like(validation[0], "validation[0]")
-        if isinstance(x_valid, dict) != isinstance(x, dict):
-            raise ConfigError("validation[0]: the validation features must have the "
-                              "training features' form (an array, or a dict of arrays)")
-        n_valid = _length(x_valid, "validation[0]")
-        if (validation[1] is None) != (y is None):
-            raise ConfigError("validation[1]: give validation labels exactly when y is given")
-        y_valid = None
-        if validation[1] is not None:
-            y_valid = np.asarray(_array_like(validation[1], "validation[1]"))
-            if y_valid.shape[0] != n_valid:
-                raise ConfigError(f"validation[1]: {y_valid.shape[0]} labels for {n_valid} "
-                                  "validation examples")
-            y_valid = _device_dtype(y_valid)
-        y_train = labels
-        _validate.check_memory(2 * (_nbytes(x) + _nbytes(x_valid)), "x",
-                               what="this data set", advice="give fewer examples")
-        x_train, x_valid = _rows(x, keep), _rows(x_valid, None)
-    else:
-        if isinstance(validation, bool) or not isinstance(validation, int | float) \
-                or not 0 < validation < 1:
-            raise ConfigError(f"validation must be a fraction in (0, 1) or (x_valid, y_valid),"
-                              f" got {validation!r}")
-        train, valid = _split(n, labels if is_class else None, is_class, float(validation),
-                              seed)
-        if train.size == 0 or valid.size == 0:
-            raise ConfigError(f"validation={validation} leaves an empty part of {n} examples")
-        _validate.check_memory(2 * _nbytes(x) * n // _length(x, "x"), "x",
-                               what="this data set", advice="give fewer examples")
-        rows_train = train if keep is None else keep[train]
-        rows_valid = valid if keep is None else keep[valid]
-        x_train, x_valid = _rows(x, rows_train), _rows(x, rows_valid)
-        y_train = None if labels is None else labels[train]
-        y_valid = None if labels is None else labels[valid]
+    data = _read_data(x, y, validation, examples, seed)
+    x_train, y_train, x_valid, y_valid = data.x_train, data.y_train, data.x_valid, data.y_valid
     n_train = int(jax.tree.leaves(x_train)[0].shape[0])
-
-    # the model's outputs on one and two examples (shapes only: nothing is computed)
-    first = jax.tree.map(lambda a: a[:1], x_train)
-    try:
-        out_one = jax.eval_shape(apply, params, first)
-    except Exception as error:  # the user's function: whatever it raises, name it
-        raise ConfigError(f"apply: calling it on params and a batch of one example of x "
-                          f"raised {type(error).__name__}: {error}") from None
-    if not hasattr(out_one, "shape") or len(out_one.shape) < 1 or out_one.shape[0] != 1:
-        raise ConfigError(f"apply: must return outputs with a leading batch axis; on a "
-                          f"batch of one it returned {_shape_of(out_one)}")
     targets_train = y_train if y_train is not None else x_train
     targets_valid = y_valid if y_valid is not None else x_valid
-    classes = None
-    entropy = isinstance(loss, str) and loss == "cross_entropy"
-    if entropy:
-        if labels is None or not integer:
-            raise ConfigError("y: cross-entropy needs integer class labels, one per example"
-                              + ("" if labels is None else f"; got dtype {labels.dtype} and "
-                                 f"shape {labels.shape}"))
-        if len(out_one.shape) != 2:
-            raise ConfigError(f"apply: cross-entropy needs outputs (batch, classes), got "
-                              f"{_shape_of(out_one)} for one example")
-        classes = int(out_one.shape[1])
-    for field, values in (("y", y_train), ("validation[1]", y_valid)):
-        if entropy and values is not None and values.size and (
-                values.min() < 0 or values.max() >= classes):
-            bad = values.min() if values.min() < 0 else values.max()
-            raise ConfigError(f"{field}: labels must be classes in [0, {classes}) for the "
-                              f"model's {classes} outputs, found {bad}")
-    if isinstance(loss, str) and loss == "mse":
-        per_example = math.prod(out_one.shape[1:])
-        for field, values in (("y" if y is not None else "x", targets_train),):
-            leaves = jax.tree.leaves(values)
-            if len(leaves) != 1 or math.prod(leaves[0].shape[1:]) != per_example:
-                raise ConfigError(f"{field}: mse needs targets of the outputs' size per "
-                                  f"example ({per_example}), got "
-                                  f"{[tuple(a.shape[1:]) for a in leaves]}")
-    if is_class and classes is None:  # class labels under another loss: those present
-        classes = int(max(y_train.max(initial=0),
-                          0 if y_valid is None else y_valid.max(initial=0))) + 1
-    if sharding.kind != "iid" and not is_class:
-        raise ConfigError(f"shards: {sharding} shards deal out classes and need integer "
-                          "class labels (y); use iid")
-
-    two = jax.tree.map(lambda a: a[:2], (x_train, targets_train))
-    out_two = jax.eval_shape(apply, params, two[0])
-    labels_two = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), two[1])
-    loss_measure = _measure(loss, "loss", out_two, labels_two)
-    if metrics is None:
-        metrics = ("accuracy",) if entropy else ()
-    if isinstance(metrics, str):
-        metrics = (metrics,)
-    if not isinstance(metrics, Mapping):
-        try:
-            metrics = {m: m for m in metrics}
-        except TypeError:
-            raise ConfigError(f"metrics must be names or a dict of name to function, got "
-                              f"{metrics!r}") from None
-    measures = {}
-    for metric, spec in metrics.items():
-        if not isinstance(metric, str) or metric == "validation_loss":
-            raise ConfigError(f"metrics: {metric!r} is not a name a record can take "
-                              "(validation_loss is the loss's)")
-        if isinstance(spec, str) and spec == "accuracy" and (
-                not is_class or len(out_two.shape) != 2):
-            raise ConfigError("metrics: accuracy needs integer class labels and outputs "
-                              "(batch, classes)")
-        measures[metric] = _measure(spec, f"metrics[{metric!r}]", out_two, labels_two)
-    if init is not None:
-        if not callable(init):
-            raise ConfigError(f"init must be a function key -> params, got {init!r}")
-        try:
-            # the key is made inside the trace: nothing is compiled
-            shapes = jax.eval_shape(lambda: init(jax.random.key(0)))
-        except Exception as error:  # the user's function: whatever it raises, name it
-            raise ConfigError(f"init: calling it on a key raised {type(error).__name__}: "
-                              f"{error}") from None
-        if jax.tree.structure(shapes) != jax.tree.structure(params) or any(
-                tuple(a.shape) != np.shape(b) for a, b in
-                zip(jax.tree.leaves(shapes), jax.tree.leaves(params), strict=True)):
-            raise ConfigError("init: returns parameters of another structure or shape than "
-                              "params")
+    classes, outputs = _check_model(apply, params, data, loss, sharding)
+    labels_two = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a[:2].shape, a.dtype),
+                              targets_train)
+    loss_measure = _measure(loss, "loss", outputs, labels_two)
+    measures = _metrics(metrics, loss, classes, outputs, labels_two)
+    _check_init(init, params)
 
     # the set-up's arrays are cut on the host and put on the device as they are: each
     # eager JAX operation (``jnp.asarray`` included) compiles a program of its own, tens
@@ -655,9 +688,8 @@ def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metr
         return dict(zip(names, on_validation(params), strict=True))
 
     reshard = _shard_fields(sharding=sharding,
-                            labels=y_train if is_class else np.zeros(n_train, np.int32),
-                            classes=classes if is_class else None, seed=seed,
-                            batch_size=batch_size, x_train=x_device, y_train=y_device,
+                            labels=y_train if classes else np.zeros(n_train, np.int32),
+                            classes=classes, seed=seed, batch_size=batch_size,
                             batch_loss=batch_loss)
     fields = reshard(workers)
     n_valid = int(jax.tree.leaves(x_valid)[0].shape[0])
