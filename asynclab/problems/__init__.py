@@ -38,7 +38,9 @@ from ._shards import Sharding as Sharding
 
 #: The shipped problems by name: the one place a new one is added. Each factory's
 #: keyword arguments are its options (``get_problem(name, **options)``, the command
-#: line's ``--dim``, ``--model``, ...).
+#: line's ``--dim``, ``--model``, ...); a factory whose problems take another η than
+#: 1e-3 by default says so in a ``learning_rate`` attribute, which the command line's
+#: help lists without building the problem.
 PROBLEMS = {
     "beale": beale,
     "rosenbrock": rosenbrock,
