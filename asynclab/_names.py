@@ -3,12 +3,9 @@
 Building the parser must not import JAX, SimPy or the figures (``asynclab --help`` would
 take seconds), so the help reads these tuples. ``tests/test_cli.py`` checks each against
 the registry it mirrors; the registries of distributions and initialisations are these
-tuples themselves.
+tuples themselves. The problems are not listed here: the help names them from
+``asynclab.problems.PROBLEMS`` when it is shown (see ``asynclab.cli._flags``).
 """
-
-#: Problems, as registered in ``asynclab.problems.PROBLEMS``.
-PROBLEMS = ("beale", "rosenbrock", "booth", "himmelblau", "quadratic", "linear_regression",
-            "digits", "mnist", "collider")
 
 #: Compute-time distributions (``asynclab.cluster.DISTRIBUTIONS``).
 DISTRIBUTIONS: tuple[str, ...] = ("constant", "exponential", "lognormal", "gamma")
@@ -24,13 +21,6 @@ LATE = ("discard", "stale")
 FIGURES = ("staleness", "straggler", "implicit_momentum", "momentum_tuning",
            "model_averaging_paths", "model_averaging_mc", "easgd", "agn", "real_cluster",
            "mnist_rules", "scaling", "semisync", "async_diloco", "movers", "failures")
-
-#: η each problem was tuned for, used when a run gives none (``Problem.learning_rate``).
-#: The surfaces share Beale's 1e-3. The nets learn with 0.03 for 4 to 32 workers of
-#: DOWNPOUR (docs/nets.md: what each reaches in 1,000 commits); 1e-3 leaves them far
-#: from it (digits: 72 % against 94 % validation accuracy).
-LEARNING_RATES = {**{name: 1e-3 for name in PROBLEMS},
-                  "digits": 0.03, "mnist": 0.03, "collider": 0.03}
 
 #: The scores a sweep's points are ranked by (``asynclab.engine.SCORES``).
 SCORES = ("final_loss", "commits_to_target", "success_rate", "final_accuracy",

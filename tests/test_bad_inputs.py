@@ -471,7 +471,7 @@ API = [
     ("data_problem unknown data set", lambda tmp: asynclab.problems.data_problem("cifar10"),
      "unknown data set 'cifar10'", "mnist"),
     ("run beale with a model", lambda tmp: _run(problem_options={"model": "mlp"}), "model",
-     "data problems", "'beale'"),
+     "digits, mnist, collider", "'beale'"),
     ("get_problem beale batch_size", lambda tmp: asynclab.problems.get_problem(
         "beale", batch_size=8), "batch_size", "'beale'"),
     ("digits without scikit-learn", _without(("sklearn", "sklearn.datasets"),

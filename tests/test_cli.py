@@ -162,9 +162,8 @@ def test_sweep_json_is_strict_where_no_point_reaches_the_target(capsys):
 
 
 def test_the_names_in_the_help_are_the_registries():
-    from asynclab import _names, cluster, engine, figures, problems
+    from asynclab import _names, cluster, engine, figures
 
-    assert _names.PROBLEMS == tuple(problems.PROBLEMS)
     assert _names.DISTRIBUTIONS == tuple(cluster.DISTRIBUTIONS)
     assert _names.INITS == tuple(engine.INITS)
     assert _names.FIGURES == tuple(figures.FIGURES)
@@ -183,6 +182,23 @@ def test_the_help_imports_no_simulator_optimizer_or_drawing():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[] []", out
+
+
+def test_building_the_parser_imports_no_jax_and_the_help_names_every_problem():
+    # every command builds the parser: it must not pay for JAX; the help, when shown,
+    # names the registered problems and the options they take
+    code = "import sys, asynclab.cli as c; c.build_parser(); print('jax' in sys.modules)"
+    built = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert built == "False"
+    shown = subprocess.run([sys.executable, "-m", "asynclab.cli", "run", "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    from asynclab import problems
+
+    flat = " ".join(shown.split())
+    assert "problem: " + ", ".join(problems.PROBLEMS) in flat
+    assert "dimension (quadratic, linear_regression;" in flat
+    assert "digits/mnist/collider: iid, class or dirichlet:ALPHA" in flat
 
 
 @pytest.mark.slow  # several seconds; the quick tier keeps its 5-minute budget

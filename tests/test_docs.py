@@ -48,6 +48,8 @@ SLOW = {
                "timelines drawn and exported (about 15 s more)",
     "peers.md": "the peer's workload replayed for 20 commits with a 582 k-parameter CNN "
                 "(about 30 s, most of it compiling)",
+    "own.md": "a loss, a model on arrays, an Equinox and a Flax model, each run in a "
+              "fresh interpreter (53 s on the loaded 2-core machine, most of it compiling)",
     "rules.md": "every rule's example, semi-synchronous rounds, asynchronous DiLoCo, "
                 "who moved the centre from Python and the command line, and a rule of "
                 "one's own declared, checked and run (53 s measured here with the 2 cores "

@@ -160,12 +160,12 @@ def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
     its examples in chunks (the last padded): the same loss and accuracy as the numpy
     reduction of the whole pass's logits, and a compiled record of several runs that holds
     a chunk per run, where the whole pass would hold more."""
-    from asynclab.problems import _nets
+    from asynclab.problems import _model, _nets
 
     budget = 2**20
-    monkeypatch.setattr(_nets, "RECORD_CHUNK_BYTES", budget)
+    monkeypatch.setattr(_model, "RECORD_CHUNK_BYTES", budget)
     problem = _nets.data_problem("digits", model="cnn:8-16:32", batch_size=16)
-    chunk = problem.info["record_chunk"]
+    chunk = problem.recording.chunk
     examples = problem.info["validation"]
     assert 1 < chunk < examples and examples % chunk  # several chunks, the last padded
     net = _nets.parse_model("cnn:8-16:32", (8, 8, 1), 10)
@@ -185,23 +185,24 @@ def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
         compiled = jax.jit(jax.vmap(evaluate)).lower(stacked).compile()
         return compiled.memory_analysis().temp_size_in_bytes
 
-    whole = _nets._evaluator(net, jnp.asarray(data.x_valid), jnp.asarray(data.y_valid),
-                             examples)
+    measures = (_model._BUILT_IN["cross_entropy"], _model._BUILT_IN["accuracy"])
+    whole = _model._evaluator(net.apply, measures, jnp.asarray(data.x_valid),
+                              jnp.asarray(data.y_valid), examples)
     assert held(problem.evaluate) <= runs * budget < held(whole)
 
 
 def test_a_record_evaluates_whole_training_batches(monkeypatch):
     """A record's chunk is as many whole training batches as the budget holds, and one
     batch where it holds less (the forward pass then has the training step's shapes)."""
-    from asynclab.problems import _nets
+    from asynclab.problems import _model, _nets
 
     per_example = _nets.data_problem("digits", model="cnn:8-16:32",
-                                     batch_size=16).info["example_bytes"]
+                                     batch_size=16).recording.example_bytes
     for budget, chunk in ((per_example * (3 * 16 + 15), 48), (per_example * 5, 16),
                           (per_example * 16, 16)):
-        monkeypatch.setattr(_nets, "RECORD_CHUNK_BYTES", budget)
+        monkeypatch.setattr(_model, "RECORD_CHUNK_BYTES", budget)
         problem = _nets.data_problem("digits", model="cnn:8-16:32", batch_size=16)
-        assert problem.info["record_chunk"] == chunk < problem.info["validation"]
+        assert problem.recording.chunk == chunk < problem.info["validation"]
 
 
 @pytest.mark.slow  # 11 s of compiling; the quick tier checks the estimate in test_runs_per_call

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from .. import ConfigError, _validate
-from .._names import DISTRIBUTIONS, INITS, LATE, LEARNING_RATES, PROBLEMS
+from .._names import DISTRIBUTIONS, INITS, LATE
 from . import _types
 
 #: Seeds one run may have on the command line.
@@ -25,46 +25,67 @@ MAX_SEEDS = 10**7
 # ----------------------------------------------------------------------------- problem
 
 
-def _default_rates() -> str:
-    rates: dict[float, list[str]] = {}
-    for name, rate in LEARNING_RATES.items():
-        rates.setdefault(rate, []).append(name)
-    return "; ".join(f"{rate:g} for {', '.join(names)}" for rate, names in rates.items())
+def _help_later(action: argparse.Action, text) -> None:
+    """``action``'s help is ``text()``, called when the help is shown
+    (:class:`~asynclab.cli._types.Parser`): the problems it names come from
+    ``asynclab.problems`` (JAX), which building the parser must not import."""
+    action.help_later = text
 
 
 def _problems_with(option: str) -> list[str]:
-    import inspect
+    """The registered problems that take ``option`` (``dim``, ``model``, ...)."""
+    from ..problems import PROBLEMS as FACTORIES
+    from ..problems import options_of
 
+    return [name for name in FACTORIES if option in options_of(name)]
+
+
+def _default_rates() -> str:
+    """η of each registered problem for a run that gives none: the ``learning_rate`` its
+    factory declares, else the problems' common default."""
+    from ..problems import LEARNING_RATE
     from ..problems import PROBLEMS as FACTORIES
 
-    return [name for name, factory in FACTORIES.items()
-            if option in inspect.signature(factory).parameters]
+    rates: dict[float, list[str]] = {}
+    for name, factory in FACTORIES.items():
+        rates.setdefault(getattr(factory, "learning_rate", LEARNING_RATE), []).append(name)
+    return "; ".join(f"{rate:g} for {', '.join(names)}" for rate, names in rates.items())
+
+
+def _problem_names() -> str:
+    from ..problems import PROBLEMS as FACTORIES
+
+    return ", ".join(FACTORIES)
 
 
 def add_problem(p: argparse.ArgumentParser) -> None:
     """The problem and its options: ``--problem``, ``--dim``, ``--condition``, and the
     data problems' ``--model``, ``--batch-size``, ``--shards``."""
-    p.add_argument("--problem", default="beale", help=f"problem: {', '.join(PROBLEMS)}")
-    p.add_argument("--dim", type=_types.count(1), default=None,
-                   help=f"dimension ({', '.join(_problems_with('dim'))}; default: the "
-                   "problem's)")
-    p.add_argument("--condition", type=_types.positive, default=None,
-                   help=f"condition number ({', '.join(_problems_with('condition'))}; "
-                   "default: the problem's)")
-    p.add_argument("--model", default=None,
-                   help="digits/mnist/collider: mlp, mlp:256-128, cnn, cnn:8-16, "
-                        "cnn:5x5-32-64:512:maxpool:valid (default: the data set's own)")
-    p.add_argument("--batch-size", type=_types.count(1), default=None,
-                   help="digits/mnist/collider: examples per local step (default 32)")
-    p.add_argument("--shards", default=None,
-                   help="digits/mnist/collider: iid, class or dirichlet:ALPHA (default iid)")
+    _help_later(p.add_argument("--problem", default="beale", help="problem"),
+                lambda: f"problem: {_problem_names()}")
+    _help_later(p.add_argument("--dim", type=_types.count(1), default=None,
+                               help="dimension"),
+                lambda: f"dimension ({', '.join(_problems_with('dim'))}; default: the "
+                "problem's)")
+    _help_later(p.add_argument("--condition", type=_types.positive, default=None,
+                               help="condition number"),
+                lambda: f"condition number ({', '.join(_problems_with('condition'))}; "
+                "default: the problem's)")
+    nets = lambda: "/".join(_problems_with("model"))  # noqa: E731
+    _help_later(p.add_argument("--model", default=None, help="the net"),
+                lambda: f"{nets()}: mlp, mlp:256-128, cnn, cnn:8-16, "
+                "cnn:5x5-32-64:512:maxpool:valid (default: the data set's own)")
+    _help_later(p.add_argument("--batch-size", type=_types.count(1), default=None,
+                               help="examples per local step"),
+                lambda: f"{nets()}: examples per local step (default 32)")
+    _help_later(p.add_argument("--shards", default=None, help="how workers share the data"),
+                lambda: f"{nets()}: iid, class or dirichlet:ALPHA (default iid)")
 
 
 def _problem_options(args) -> dict:
-    from ..problems import DATA_PROBLEMS
-
+    nets = _problems_with("model")
     options = {}
-    data = args.problem in DATA_PROBLEMS
+    data = args.problem in nets
     for option in ("dim", "condition"):
         if getattr(args, option) is None:
             continue
@@ -78,7 +99,7 @@ def _problem_options(args) -> dict:
             continue
         if not data:
             raise ConfigError(f"--{field.replace('_', '-')} applies to the data problems "
-                              f"({', '.join(DATA_PROBLEMS)}), not to {args.problem!r}")
+                              f"({', '.join(nets)}), not to {args.problem!r}")
         options[field] = value
     if data and getattr(args, "start", None) is not None:
         raise ConfigError(f"--start: {args.problem} has a net's parameters; its start is "
@@ -98,8 +119,9 @@ def add_rule(p: argparse.ArgumentParser, *, learning_rate: bool = True) -> None:
     p.add_argument("--local-steps", type=_types.count(1), default=None,
                    help="λ, local steps per exchange (default: the rule's)")
     if learning_rate:
-        p.add_argument("--learning-rate", type=_types.positive, default=None,
-                       help=f"η (default: the problem's own: {_default_rates()})")
+        _help_later(p.add_argument("--learning-rate", type=_types.positive, default=None,
+                                   help="η (default: the problem's own)"),
+                    lambda: f"η (default: the problem's own: {_default_rates()})")
 
 
 def params(pairs) -> dict:

@@ -110,7 +110,16 @@ class Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFo
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with the lab's one error format: ``asynclab: error: ...``, exit 2."""
+    """argparse with the lab's one error format: ``asynclab: error: ...``, exit 2; help
+    texts given later (an action's ``help_later``, see ``asynclab.cli._flags``) are
+    written when the help is shown."""
 
     def error(self, message):
         self.exit(2, f"asynclab: error: {message}\n(see `{self.prog} --help`)\n")
+
+    def format_help(self):
+        for action in self._actions:
+            later = getattr(action, "help_later", None)
+            if later is not None:
+                action.help, action.help_later = later(), None
+        return super().format_help()

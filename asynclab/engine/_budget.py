@@ -36,11 +36,11 @@ def run_memory(rule, problem, cluster, n_workers: int, *, commits=None, horizon=
         units = 1 if rule.synchronous else cluster.groups
         events = int(min(horizon / max(per_event, 1e-12) * units, 2**62)) + 1
     runs = n_seeds * points
-    info = getattr(problem, "info", None) or {}
+    costs = problem.recording
     state = state_bytes(rule, problem, n_workers) + 2 * 4 * problem.dim
     # what a record's chunk of examples computes, per run (a data problem's; an upper
     # bound: the sum of the forward pass's values, most of which XLA fuses away)
-    evaluation = info.get("example_bytes", 0) * info.get("record_chunk", 0)
+    evaluation = costs.example_bytes * costs.chunk
     if isinstance(in_flight, tuple):  # as many as a byte budget holds, at least one
         in_flight = max(1, in_flight[1] // (2 * state + evaluation))
     in_flight = runs if in_flight is None else min(int(in_flight), runs)
@@ -49,7 +49,7 @@ def run_memory(rule, problem, cluster, n_workers: int, *, commits=None, horizon=
     every = record_every if isinstance(record_every, int) and record_every >= 1 else \
         default_record_every(rule, problem, max(events, 1), n_workers)
     records = events // every + 1
-    metrics = 2 if getattr(problem, "evaluate", None) is not None else 0
+    metrics = len(costs.metrics) if problem.evaluate is not None else 0
     n_traces = len(traces) if traces is not None else (n_seeds if trace_per_seed else 1)
     draws = 0 if cluster is None or traces is not None else simulator_bytes(
         cluster, events, rule.local_steps)

@@ -156,22 +156,21 @@ RECORD_SHARE = 0.25
 
 
 def default_record_every(rule: Rule, problem: Problem, n_events: int, n_workers: int) -> int:
-    """Events between two records when a run does not say: about the problem's
-    ``defaults["records"]`` (:data:`RECORDS` where it declares none) records, and fewer
-    where each record is dear next to the run's gradient work.
+    """Events between two records when a run does not say: about :data:`RECORDS`
+    records, and fewer where each record is dear next to the run's gradient work.
 
-    A data problem's record evaluates ``problem.info["record_examples"]`` examples (the
+    A data problem's record evaluates ``problem.recording.examples`` examples (the
     training-loss subset and the validation set); an event costs about three passes
-    (forward and backward) over λ mini-batches of ``batch_size`` for each worker it
-    runs. The records then cost at most :data:`RECORD_SHARE` of the gradient work
-    (``benchmarks/nets.py`` measures the default against one record at the end).
+    (forward and backward) over λ mini-batches of ``recording.batch_size`` for each
+    worker it runs. The records then cost at most :data:`RECORD_SHARE` of the gradient
+    work (``benchmarks/nets.py`` measures the default against one record at the end).
     """
-    records = int((problem.defaults or {}).get("records", RECORDS))
-    info = problem.info or {}
-    if info.get("record_examples") and info.get("batch_size"):
+    records = RECORDS
+    costs = problem.recording
+    if costs.examples and costs.batch_size:
         workers = n_workers if rule.synchronous else rule.group_size
-        per_event = 3 * info["batch_size"] * rule.local_steps * workers
-        affordable = RECORD_SHARE * n_events * per_event / info["record_examples"]
+        per_event = 3 * costs.batch_size * rule.local_steps * workers
+        affordable = RECORD_SHARE * n_events * per_event / costs.examples
         records = max(2, min(records, int(affordable) + 1))
     return max(1, math.ceil(n_events / (records - 1)))
 

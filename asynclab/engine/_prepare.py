@@ -15,7 +15,7 @@ import numpy as np
 from .. import _validate
 from .._errors import ConfigError
 from ..cluster import Cluster, ComputeTime, RoundTrace, SemiSync, Trace
-from ..problems import Problem, get_problem
+from ..problems import Problem, get_problem, options_of
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._budget import check_run_memory
@@ -221,25 +221,27 @@ def with_start(problem: Problem, start) -> Problem:
 
 
 def _problem(problem, problem_options, workers: int, start) -> tuple[Problem, dict]:
-    """The run's problem (a name built with its options, sharded for the run's workers)
-    and the options as given (for the record)."""
-    from ..problems import DATA_PROBLEMS
-
+    """The run's problem (a name built with its options; a sharded one dealt out to the
+    run's workers, a group's members being workers g·m + j) and the options as given
+    (for the record; a sharded named problem's with its shard count)."""
     if problem_options is not None and not isinstance(problem_options, Mapping):
         raise ConfigError(f"problem_options must be a dict of options (e.g. "
                           f"{{'batch_size': 32}}), got {problem_options!r}")
     given = dict(problem_options or {})
-    options = dict(given)
-    if isinstance(problem, str):
-        if problem in DATA_PROBLEMS:  # one shard per worker (a group's members: g·m + j)
-            options.setdefault("workers", workers)
-    elif not isinstance(problem, Problem):
+    by_name = isinstance(problem, str)
+    if not by_name and not isinstance(problem, Problem):
         raise ConfigError(f"problem must be a problem name or an asynclab.problems.Problem, "
                           f"got {problem!r}")
-    elif given:
+    if not by_name and given:
         raise ConfigError("problem_options build a problem by name; the problem given is "
                           "built already")
-    built = get_problem(problem, **options)
+    options = dict(given)
+    shards = options.pop("workers", None)
+    if shards is not None and by_name and "workers" not in options_of(problem):
+        raise ConfigError(f"workers is not an option of problem {problem!r}")
+    built = get_problem(problem, workers=workers if shards is None else shards, **options)
+    if by_name and built.shards is not None:
+        given["workers"] = built.shards.workers
     if start is not None:
         built = with_start(built, start)
     return built, given
@@ -475,6 +477,10 @@ def prepare(
         horizon = _validate.number(horizon, "horizon (seconds)", low=0, low_open=True)
     noise = check_noise(noise)
     check_options(built_rule, init, record_every)
+    if init != "start" and built_problem.init is None and built_problem.box is None:
+        raise ConfigError(f"init={init!r}: {built_problem.name} has no box and no init for "
+                          "random starts; build it with box= (from_loss) or init= "
+                          "(from_model)")
     if record_every is None and backend == "pmap":
         record_every = 1  # the device executor records every event by default
     if record_paths is not None and not isinstance(record_paths, bool | np.bool_):

@@ -1,4 +1,5 @@
-"""Analytic test surfaces (2-D functions and an n-dimensional quadratic)."""
+"""Analytic test surfaces (2-D functions and an n-dimensional quadratic), each built with
+:func:`~asynclab.problems.from_loss`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate
-from ._problem import Problem, analytic
+from ._problem import Problem, from_loss
 
 
 def beale() -> Problem:
@@ -22,8 +23,8 @@ def beale() -> Problem:
         x, y = p[0], p[1]
         return (1.5 - x + x * y) ** 2 + (2.25 - x + x * y**2) ** 2 + (2.625 - x + x * y**3) ** 2
 
-    return analytic("beale", f, start=[1.0, 1.75], box=(-4.0, 4.0),
-                    domain=((-4.5, 4.5), (-4.5, 4.5)), minima=[[3.0, 0.5]], success_radius=0.1)
+    return from_loss(f, [1.0, 1.75], box=(-4.0, 4.0), domain=((-4.5, 4.5), (-4.5, 4.5)),
+                     minima=[[3.0, 0.5]], success_radius=0.1, name="beale")
 
 
 def rosenbrock(a: float = 1.0, b: float = 100.0) -> Problem:
@@ -33,8 +34,8 @@ def rosenbrock(a: float = 1.0, b: float = 100.0) -> Problem:
         x, y = p[0], p[1]
         return (a - x) ** 2 + b * (y - x**2) ** 2
 
-    return analytic("rosenbrock", f, start=[-1.5, 2.0], box=(-2.0, 2.0),
-                    domain=((-2.0, 2.0), (-1.0, 3.0)), minima=[[a, a * a]])
+    return from_loss(f, [-1.5, 2.0], box=(-2.0, 2.0), domain=((-2.0, 2.0), (-1.0, 3.0)),
+                     minima=[[a, a * a]], success_radius=0.1, name="rosenbrock")
 
 
 def booth() -> Problem:
@@ -44,8 +45,9 @@ def booth() -> Problem:
         x, y = p[0], p[1]
         return (x + 2 * y - 7) ** 2 + (2 * x + y - 5) ** 2
 
-    return analytic("booth", f, start=[-5.0, -5.0], box=(-10.0, 10.0),
-                    domain=((-10.0, 10.0), (-10.0, 10.0)), minima=[[1.0, 3.0]])
+    return from_loss(f, [-5.0, -5.0], box=(-10.0, 10.0),
+                     domain=((-10.0, 10.0), (-10.0, 10.0)), minima=[[1.0, 3.0]],
+                     success_radius=0.1, name="booth")
 
 
 HIMMELBLAU_MINIMA = np.array(
@@ -65,8 +67,8 @@ def himmelblau() -> Problem:
         x, y = p[0], p[1]
         return (x**2 + y - 11) ** 2 + (x + y**2 - 7) ** 2
 
-    return analytic("himmelblau", f, start=[0.0, 0.0], box=(-5.0, 5.0),
-                    domain=((-5.0, 5.0), (-5.0, 5.0)), minima=HIMMELBLAU_MINIMA)
+    return from_loss(f, [0.0, 0.0], box=(-5.0, 5.0), domain=((-5.0, 5.0), (-5.0, 5.0)),
+                     minima=HIMMELBLAU_MINIMA, success_radius=0.1, name="himmelblau")
 
 
 def quadratic(dim: int = 10, condition: float = 10.0) -> Problem:
@@ -87,6 +89,6 @@ def quadratic(dim: int = 10, condition: float = 10.0) -> Problem:
         return 0.5 * jnp.sum(h * p * p)
 
     domain = ((-1.5, 1.5), (-1.5, 1.5)) if dim == 2 else None
-    return analytic("quadratic", f, start=np.ones(dim), box=(-1.0, 1.0), domain=domain,
-                    minima=np.zeros((1, dim)), success_radius=0.05)
+    return from_loss(f, np.ones(dim), box=(-1.0, 1.0), domain=domain,
+                     minima=np.zeros((1, dim)), success_radius=0.05, name="quadratic")
 

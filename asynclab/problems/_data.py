@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import ConfigError
-from ._problem import Problem
+from ._problem import Problem, from_loss
 
 
 def linear_regression(
@@ -21,8 +21,9 @@ def linear_regression(
     ``(worker, step)``, with no randomness, which makes identities such as "synchronous
     SGD with n workers ≡ SGD with an n× batch" checkable example by example.
 
-    Attributes of the returned problem beyond :class:`Problem`: the arrays are reachable
-    through :func:`regression_data`.
+    It is built with :func:`~asynclab.problems.from_loss` (the full-data loss, the start,
+    box and minimum) and its own ``batch`` and ``batch_loss`` in place of the loss's
+    (which reads no batch). The arrays are reachable through :func:`regression_data`.
     """
     for name, value, low in (("examples", examples, 1), ("dim", dim, 1),
                              ("batch_size", batch_size, 1), ("shards", shards, 1)):
@@ -50,18 +51,11 @@ def linear_regression(
         return 0.5 * jnp.mean(residual * residual)
 
     minimum = np.linalg.lstsq(x.astype(np.float64), y.astype(np.float64), rcond=None)[0]
-    return Problem(
-        name="linear_regression",
-        dim=dim,
-        loss=loss,
-        batch_loss=batch_loss,
-        batch=batch,
-        start=np.zeros(dim, np.float32),
-        box=(np.full(dim, -2.0, np.float32), np.full(dim, 2.0, np.float32)),
-        domain=((-2.0, 2.0), (-2.0, 2.0)) if dim == 2 else None,
-        minima=minimum[None].astype(np.float32),
-        success_radius=0.05,
-    )
+    problem = from_loss(loss, np.zeros(dim, np.float32), box=(-2.0, 2.0),
+                        domain=((-2.0, 2.0), (-2.0, 2.0)) if dim == 2 else None,
+                        minima=minimum[None].astype(np.float32), success_radius=0.05,
+                        name="linear_regression")
+    return problem._replace(batch_loss=batch_loss, batch=batch)
 
 
 def regression_data(examples: int, dim: int, seed: int = 0):

@@ -8,6 +8,7 @@ true lengths, so that a batch is one gather under ``jit`` and ``vmap``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
@@ -44,8 +45,64 @@ def _pack(parts: list[np.ndarray]) -> Shards:
     return Shards(index, np.array([p.size for p in parts], np.int32))
 
 
-def parse_sharding(spec: str) -> tuple[str, float | None]:
-    """``"iid"``, ``"class"`` or ``"dirichlet:ALPHA"`` as ``(kind, alpha)``."""
+@dataclass(frozen=True)
+class Sharding:
+    """How a data set's training examples are dealt out to the workers.
+
+    - ``Sharding("iid")``: a seeded permutation cut into nearly equal parts;
+    - ``Sharding("class")``: each worker owns whole classes (worker k class k mod C,
+      the workers sharing a class splitting it);
+    - ``Sharding("dirichlet", alpha)``: non-iid by label, each class's examples split
+      over the workers in proportions drawn from Dirichlet(α, …, α) (Hsu et al., 2019).
+
+    ``str()`` gives the short form the command line takes (``"dirichlet:0.3"``), and
+    :meth:`parse` reads it.
+
+    Attributes:
+      kind: ``"iid"``, ``"class"`` or ``"dirichlet"``.
+      alpha: the Dirichlet concentration α > 0 (``"dirichlet"`` only; None otherwise).
+
+    Raises:
+      ConfigError: an unknown kind, or an α that is missing, not a number or <= 0.
+    """
+
+    kind: str = "iid"
+    alpha: float | None = None
+
+    def __post_init__(self):
+        if self.kind not in SHARDINGS:
+            raise ConfigError(f"shards must be iid, class or dirichlet:ALPHA (e.g. "
+                              f"dirichlet:0.3), got kind {self.kind!r}")
+        if self.kind != "dirichlet":
+            if self.alpha is not None:
+                raise ConfigError(f"shards: alpha applies to dirichlet shards, not "
+                                  f"{self.kind}")
+            return
+        alpha = self.alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number) \
+                or not np.isfinite(alpha) or alpha <= 0:
+            raise ConfigError(f"shards: the Dirichlet concentration must be a number > 0, "
+                              f"got {alpha!r}")
+        object.__setattr__(self, "alpha", float(alpha))
+
+    def __str__(self) -> str:
+        return self.kind if self.alpha is None else f"{self.kind}:{self.alpha!r}"
+
+    @classmethod
+    def parse(cls, spec) -> Sharding:
+        """A :class:`Sharding` from itself or from ``"iid"``, ``"class"`` or
+        ``"dirichlet:ALPHA"``."""
+        if isinstance(spec, Sharding):
+            return spec
+        kind, alpha = parse_sharding(spec)
+        return cls(kind, alpha)
+
+
+def parse_sharding(spec) -> tuple[str, float | None]:
+    """``"iid"``, ``"class"`` or ``"dirichlet:ALPHA"`` (or a :class:`Sharding`) as
+    ``(kind, alpha)``."""
+    if isinstance(spec, Sharding):
+        return spec.kind, spec.alpha
     kind, _, alpha = str(spec).partition(":")
     if kind not in SHARDINGS or (kind == "dirichlet") != bool(alpha):
         raise ConfigError(f"shards must be iid, class or dirichlet:ALPHA (e.g. dirichlet:0.3),"
@@ -62,7 +119,7 @@ def parse_sharding(spec: str) -> tuple[str, float | None]:
     return kind, value
 
 
-def make_shards(labels, workers: int, sharding: str = "iid", *, seed: int = 0,
+def make_shards(labels, workers: int, sharding: str | Sharding = "iid", *, seed: int = 0,
                 minimum: int = 1, attempts: int = 100) -> Shards:
     """Deal the examples with ``labels`` out to ``workers`` workers.
 
@@ -83,7 +140,7 @@ def make_shards(labels, workers: int, sharding: str = "iid", *, seed: int = 0,
     Args:
       labels: ``(examples,)`` integer class labels.
       workers: number of workers.
-      sharding: ``"iid"``, ``"class"`` or ``"dirichlet:ALPHA"``.
+      sharding: ``"iid"``, ``"class"`` or ``"dirichlet:ALPHA"``, or a :class:`Sharding`.
       seed: seeds ``numpy.random.default_rng``.
       minimum: the fewest examples a worker may own.
     """
@@ -129,6 +186,13 @@ def make_shards(labels, workers: int, sharding: str = "iid", *, seed: int = 0,
         raise ConfigError(f"shards: {sharding} leaves a worker with fewer than {minimum} "
                           f"examples ({workers} workers, {labels.size} examples)")
     return _pack(parts)
+
+
+def label_histograms(shards: Shards, labels, classes: int) -> np.ndarray:
+    """``(workers, classes)`` int64: how many examples of each class each worker owns."""
+    labels = np.asarray(labels)
+    return np.stack([np.bincount(labels[shards.members(k)], minlength=classes)[:classes]
+                     for k in range(shards.lengths.size)]).astype(np.int64)
 
 
 def _epoch_order(worker_key, epoch, length, longest: int):
