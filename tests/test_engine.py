@@ -176,10 +176,11 @@ def test_the_rule_computes_the_staleness_the_simulator_scheduled():
 
 
 def test_divergence_is_detected_frozen_and_reported():
-    """η·h_max = 2.5 > 2: the centre blows up; the event matches a float32-range oracle."""
+    """η·h_max = 2.5 > 2: the centre blows up; the event matches a float32-range oracle
+    (no divergence bound: only a centre or loss that is not finite ends the run)."""
     problem = quadratic(dim=4, condition=10.0)
     trace = round_robin_trace(2, 3000)
-    result = replay(downpour(0.25), problem, trace, record_every=1)
+    result = replay(downpour(0.25), problem, trace, record_every=1, diverged_above=None)
     assert result.diverged[0]
     h = np.geomspace(1.0, 10.0, 4)
     with np.errstate(all="ignore"):
@@ -199,6 +200,27 @@ def test_divergence_is_detected_frozen_and_reported():
     after = result.record_events > result.diverged_at[0]
     assert np.all(np.isnan(result.loss[0, after]))
     assert np.all(np.isfinite(result.loss[0, result.record_events <= result.diverged_at[0]]))
+
+
+@pytest.mark.parametrize("bound", [1e6, 1e3])
+def test_a_loss_beyond_the_divergence_bound_is_a_divergence(bound):
+    """The default bound (and another): the run diverges at the first record whose loss
+    exceeds bound × max(1, initial loss), the centre still finite; the event and the kept
+    centre match a numpy oracle of the same commits."""
+    problem = quadratic(dim=4, condition=10.0)
+    trace = round_robin_trace(2, 3000)
+    result = replay(downpour(0.25), problem, trace, record_every=1, diverged_above=bound)
+    h = np.geomspace(1.0, 10.0, 4)
+    path = async_sgd(lambda p: h * p, np.ones(4), trace.worker[:200], 2, 0.25)
+    loss = 0.5 * (h * path * path).sum(1)
+    limit = bound * max(1.0, 0.5 * h.sum())
+    first = int(np.argmax(loss > limit))
+    assert first > 0 and np.isfinite(loss[first])
+    at = int(result.diverged_at[0])
+    assert abs(at - first) <= 1
+    assert np.allclose(result.final_params[0], path[at], rtol=1e-3)
+    assert np.all(np.isnan(result.loss[0, result.record_events > at]))
+    assert np.all(np.isfinite(result.loss[0, result.record_events <= at]))
 
 
 @pytest.mark.parametrize("unroll", [3, 8])

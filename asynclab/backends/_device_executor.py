@@ -43,20 +43,22 @@ from .._progress import progress_bar
 from ..cluster import COMMITS, ROUNDS, ROUNDS_DISCARD, ROUNDS_STALE, RoundTrace, Trace, goodput
 from ..engine import Result
 from ..engine._core import (
+    DIVERGED_ABOVE,
     check_count,
     check_init,
     check_rule,
     check_traces,
+    divergence_limit,
     event_arrays,
     run_config,
     seed_keys,
 )
-from ..engine._replay import center_shares
+from ..engine._replay import center_shares, check_diverged_above
 from ..problems import Problem
 from ..rules import Rule
 from . import _checkpoint
 from ._device_mesh import _mesh, _replica, _replicate, _resolve_devices, _rows, _shard
-from ._device_programs import Shared, _initial, _program
+from ._device_programs import DIVERGENCE_LIMIT, Shared, _initial, _program
 from ._device_records import _Records
 from ._segments import _plan, segment_starts
 
@@ -126,6 +128,7 @@ def run_pmap(
     sync_every: int = MAX_IN_FLIGHT,
     config: dict | None = None,
     progress: bool | None = None,
+    diverged_above: float | None = DIVERGED_ABOVE,
 ) -> BackendRun:
     """Run ``rule`` on ``trace`` with one worker per device.
 
@@ -158,6 +161,7 @@ def run_pmap(
       config: stored in the result (the run's own settings are added).
       progress: show a progress bar over the events (None: only on a terminal or in a
         notebook).
+      diverged_above: the divergence bound, as for :func:`asynclab.replay`.
 
     Returns:
       A :class:`BackendRun`.
@@ -175,6 +179,7 @@ def run_pmap(
            resume)
     record_every, sync_every = int(record_every), int(sync_every)
     seed = _validate.seed(seed)
+    diverged_above = check_diverged_above(diverged_above)
     if checkpoint is not None:
         path = _checkpoint.process_path(checkpoint)
         resuming = resume and path.exists()  # read and checked below, before any work
@@ -203,6 +208,8 @@ def run_pmap(
     server, workers, first_loss, first_metrics = _initial(rule, problem, n, init)(init_key,
                                                                                    values)
     first_loss = float(first_loss)
+    limit = np.float32(divergence_limit(first_loss, np.inf if diverged_above is None
+                                        else diverged_above))
     first_center = np.asarray(server.center) if record_paths else None
     server = jax.tree.map(np.asarray, server)
     workers = jax.tree.map(lambda x: np.asarray(x)[ids], workers)  # this process's rows
@@ -234,7 +241,7 @@ def run_pmap(
                                server.center, moved if counted else None), mesh)
     workers = _shard(workers, ids, mesh)
     keys = _shard(jax.random.key_data(worker_keys)[ids], ids, mesh)
-    placed_values = _replicate(values, mesh)
+    placed_values = _replicate({**values, DIVERGENCE_LIMIT: limit}, mesh)
 
     pending: list = []
     clock = time.perf_counter()

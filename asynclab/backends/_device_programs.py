@@ -53,7 +53,7 @@ def _guarded(shared_center, diverged_at, old_center, new_center, live, index):
     return finite, step, diverged_at, keep_center(stop, old_center, shared_center)
 
 
-def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
+def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan, limit=None):
     """``(loss, metrics, diverged_at)``: the central loss and the problem's metrics of the
     centre (a dict, empty without ``evaluate``) if event ``index`` closes a record block,
     else NaN.
@@ -66,7 +66,7 @@ def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
 
     def measure(diverged_at):
         value, diverged_at = recorded_loss(loss, center, diverged_at,
-                                           (index // every + 1) * every - 1)
+                                           (index // every + 1) * every - 1, limit)
         metrics = {} if evaluate is None else {
             k: jnp.where(diverged_at >= 0, jnp.nan, v).astype(jnp.float32)
             for k, v in evaluate(center).items()}
@@ -80,7 +80,8 @@ def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan):
     return jax.lax.cond(due, measure, skip, diverged_at)
 
 
-def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late=None):
+def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late=None,
+                  limit=None):
     """One synchronous round on one device: local work, collective synchronisation.
 
     ``late`` ("discard", "stale"): semi-synchronous rounds; the plan's slot holds the
@@ -109,7 +110,7 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
                                     mask=plan.order[shared.step, 0])
         worker = after
         value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
-                                              index, True, plan)
+                                              index, True, plan, limit)
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
         metrics = {k: v[None] for k, v in metrics.items()}
@@ -130,7 +131,7 @@ def _idle(work, worker):
     return lambda w: w
 
 
-def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
+def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, limit=None):
     """One segment on one device: local work if this worker commits, then every exchange
     of the segment in trace order on this device's replica of the server."""
 
@@ -167,7 +168,7 @@ def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
                                 lambda: mine)
             server = new_server
             value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
-                                                  index, live_slot, plan)
+                                                  index, live_slot, plan, limit)
             return (server, mine, diverged_at, kept, moved), (
                 value, server.center if record_paths else (), metrics)
 
@@ -181,6 +182,10 @@ def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool):
 
     return segment
 
+
+#: The entry of a device program's traced values that holds the run's divergence bound
+#: (:func:`~asynclab.engine._core.divergence_limit` of its initial loss).
+DIVERGENCE_LIMIT = "__divergence_limit__"
 
 #: the compiled rounds, segments and initial states
 _PROGRAMS = Programs(16)
@@ -201,9 +206,11 @@ def _program(rule: Rule, problem: Problem, noise: float, record_paths: bool, dev
         make = round_program if rule.synchronous else segment_program
 
         def program(shared, worker, key_data, plan, values):
+            values = dict(values)
+            limit = values.pop(DIVERGENCE_LIMIT)
             extra = (late,) if rule.synchronous else ()
             step = make(with_values(rule, values), gradient, problem.loss, problem.evaluate,
-                        record_paths, *extra)
+                        record_paths, *extra, limit=limit)
             return step(shared, worker, jax.random.wrap_key_data(key_data, dtype=key_dtype),
                         plan)
 

@@ -51,7 +51,7 @@ def run_devices(spec: RunSpec, *, checkpoint=None, checkpoint_every: int | None 
         # the real schedule replayed by the engine gives the run's numbers and records
         result = replay(spec.rule, spec.problem, real.trace, seeds=[seed], noise=spec.noise,
                         init=spec.init, record_every=spec.record_every, progress=False,
-                        config=config)
+                        config=config, diverged_above=spec.diverged_above)
         predicted, _ = predicted_staleness(real)
         return result, {
             "backend": "threads", "wall_time": round(real.wall_time, 4),
@@ -64,7 +64,8 @@ def run_devices(spec: RunSpec, *, checkpoint=None, checkpoint_every: int | None 
     out = run_pmap(spec.rule, spec.problem, trace, seed=seed, noise=spec.noise,
                    init=spec.init, record_every=spec.record_every, checkpoint=checkpoint,
                    checkpoint_every=checkpoint_every, resume=resume, overwrite=overwrite,
-                   progress=progress, devices=spec.devices)
+                   progress=progress, devices=spec.devices,
+                   diverged_above=spec.diverged_above)
     result = out.result
     result.config.update(config)
     wall = np.asarray(out.wall_time)

@@ -130,18 +130,36 @@ def compiler_options(platform: str | None = None) -> dict:
 # ----------------------------------------------------------------------------- divergence
 
 
-def recorded_loss(loss, center, diverged_at, last_index):
+def recorded_loss(loss, center, diverged_at, last_index, limit=None):
     """``(value, diverged_at)``: the central loss recorded at the end of a block.
 
-    A non-finite loss marks the run as diverged at the block's last event; a diverged run
-    records NaN.
+    A loss that is not finite, or whose size exceeds ``limit`` (a run's divergence bound,
+    :func:`divergence_limit`), marks the run as diverged at the block's last event; a
+    diverged run records NaN.
     """
-    return loss_record(loss(center), diverged_at, last_index)
+    return loss_record(loss(center), diverged_at, last_index, limit)
 
 
-def loss_record(value, diverged_at, last_index):
+#: The default divergence bound: a run whose recorded loss exceeds this many times
+#: max(1, |its initial loss|) is reported as diverged (``diverged_above``).
+DIVERGED_ABOVE = 1e6
+
+
+def divergence_limit(initial_loss, diverged_above):
+    """A run's divergence bound: ``diverged_above × max(1, |initial loss|)``, in float32;
+    infinite where ``diverged_above`` is (only a non-finite loss then diverges) or where
+    the initial loss is not finite."""
+    initial = jnp.abs(jnp.asarray(initial_loss, jnp.float32))
+    limit = jnp.asarray(diverged_above, jnp.float32) * jnp.maximum(jnp.float32(1), initial)
+    return jnp.where(jnp.isfinite(initial), limit, jnp.float32(jnp.inf))
+
+
+def loss_record(value, diverged_at, last_index, limit=None):
     """:func:`recorded_loss` from the loss ``value`` already computed."""
-    fresh = (diverged_at < 0) & ~jnp.isfinite(value)
+    bad = ~jnp.isfinite(value)
+    if limit is not None:
+        bad = bad | (jnp.abs(value) > limit)
+    fresh = (diverged_at < 0) & bad
     diverged_at = jnp.where(fresh, last_index, diverged_at)
     return jnp.where(diverged_at >= 0, jnp.nan, value).astype(value.dtype), diverged_at
 

@@ -14,11 +14,16 @@ from ..rules import AXIS, Rule
 from ..rules.parts import padded_workers, partial_round
 from ._core import (
     all_finite,
+    divergence_limit,
     initial_state,
     loss_record,
     put_row,
     row,
 )
+
+#: The entry of a chunk's traced values that holds each run's divergence bound factor
+#: (``diverged_above``; popped by the chunk, which sets the bound at the first record).
+DIVERGED_ABOVE_VALUE = "__diverged_above__"
 
 
 class Carry(NamedTuple):
@@ -38,6 +43,9 @@ class Carry(NamedTuple):
         among the workers that counted (:func:`round_movement`); None for a plain
         synchronous rule, whose rounds weight every worker equally
         (``Result.center_share`` is then 1/n without counting).
+      limit: the run's divergence bound on the size of its recorded loss
+        (:func:`~asynclab.engine._core.divergence_limit` of its initial loss), set at its
+        first record; infinite before.
     """
 
     server: object
@@ -46,6 +54,7 @@ class Carry(NamedTuple):
     stopped: jax.Array
     center: object
     moved: jax.Array
+    limit: jax.Array = None
 
 
 def _and_sum(x, y):
@@ -344,12 +353,15 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     batched_evaluate = evaluate and jax.vmap(evaluate)
 
     def chunk(carry: Carry, worker_keys, events, values, first):
+        values = dict(values)
+        diverged_above = values.pop(DIVERGED_ABOVE_VALUE)
         batch, held_once = carry.diverged_at.shape[0], False
         size = sum(leaf.size for leaf in jax.tree.leaves(carry.center)) // batch
         alone = shared and batch == 1 and size >= ALONE_MIN_PARAMETERS
         if alone:  # one run: no vmap (see _one_run); the batch axis goes, and comes back
             per_run, loss_of, evaluate_of = event, loss, evaluate
-            carry, worker_keys, values = _one_run((carry, worker_keys, values))
+            carry, worker_keys, values, diverged_above = _one_run(
+                (carry, worker_keys, values, diverged_above))
         elif shared:
             per_run, held_once = _shared_steps(event, batched, carry, worker_keys, events,
                                                values, arrays)
@@ -389,8 +401,14 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
             carry, paths = jax.lax.cond(later, run_block, no_block, carry, block_events)
             center = reported_center(carry)
             value, metrics = jax.lax.cond(later | first, measure, unmeasured, center)
-            recorded, diverged_at = loss_record(value, carry.diverged_at, block_events[2][-1])
-            # a loss that overflows while the centre is finite ends the run here
+            # the bound is set at a run's first record, from its initial loss
+            limit = jnp.where(first & ~later, divergence_limit(value, diverged_above),
+                              carry.limit)
+            carry = carry._replace(limit=limit)
+            recorded, diverged_at = loss_record(value, carry.diverged_at, block_events[2][-1],
+                                                limit)
+            # a loss that overflows or leaves the bound while the centre is finite ends the
+            # run here
             fresh = later & (diverged_at >= 0) & (carry.diverged_at < 0)
             diverged_at = jnp.where(later, diverged_at, carry.diverged_at)
             carry = carry._replace(diverged_at=diverged_at, stopped=carry.stopped | fresh,
@@ -472,4 +490,5 @@ def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
     (``moved``; the trace's kind says whether, see ``EventKind.counts_movement``)."""
     server, workers = initial_state(rule, problem, key, n_workers, init, count)
     return Carry(server, workers, jnp.asarray(-1, jnp.int32), jnp.asarray(False),
-                 server.center, jnp.zeros(n_workers, jnp.float32) if counts else None)
+                 server.center, jnp.zeros(n_workers, jnp.float32) if counts else None,
+                 jnp.asarray(jnp.inf, jnp.float32))

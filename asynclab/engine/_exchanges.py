@@ -20,7 +20,7 @@ from ._core import (
     seed_keys_batch,
     select,
 )
-from ._events import _commit, _initial_carry
+from ._events import _commit, _initial_carry, keep_center
 from ._replay import _check_seeds, _checked_inputs
 
 
@@ -71,7 +71,8 @@ def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
         def step(carry, event):
             after, stop, _, info = commit(carry, worker_keys, event[0], jnp.bool_(True),
                                           event[1])
-            return after._replace(center=select(stop, carry.server.center, carry.center)), info
+            return after._replace(center=keep_center(stop, carry.server.center,
+                                                     carry.center)), info
 
         carry, info = jax.lax.scan(step, carry, (order, index))
         return select(carry.stopped, carry.center, carry.server.center), carry.diverged_at, info

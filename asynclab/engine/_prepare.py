@@ -19,9 +19,9 @@ from ..problems import Problem, get_problem, options_of
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._budget import check_run_memory
-from ._core import check_late, check_traces, run_config
+from ._core import DIVERGED_ABOVE, check_late, check_traces, run_config
 from ._layout import replay_devices
-from ._replay import check_options
+from ._replay import check_diverged_above, check_options
 from ._sweep import MEMORY_BUDGET, check_grid
 
 #: How a spec's run is executed: the simulator's replay, one worker per device, or
@@ -56,6 +56,8 @@ class RunSpec:
       runs_per_call: seeds (or (point, seed) pairs) replayed per compiled call, or None.
       grid: a sweep's grid, ``{name: float64 array}``, or None for a plain run.
       traces: the schedules given to replay, or None (simulated from ``cluster``).
+      diverged_above: the divergence bound (a multiple of max(1, |initial loss|)), or
+        None for only non-finite losses.
       config: what the result records of the configuration (read-only).
     """
 
@@ -76,6 +78,7 @@ class RunSpec:
     runs_per_call: int | None
     grid: Mapping[str, np.ndarray] | None
     traces: tuple | None
+    diverged_above: float | None
     config: Mapping
 
     @property
@@ -363,6 +366,7 @@ def prepare(
     grid: Mapping[str, Sequence[float]] | None = None,
     traces: Trace | RoundTrace | Sequence | None = None,
     backend: str = "sim",
+    diverged_above: float | None = DIVERGED_ABOVE,
     **hyperparameters,
 ) -> RunSpec:
     """Check and complete a run's description, before any work: a :class:`RunSpec`.
@@ -403,6 +407,9 @@ def prepare(
         :func:`asynclab.sweep`).
       traces: schedules to replay as they are (one, or one per seed) instead of
         simulating ``cluster``; give no cluster and no budget with them.
+      diverged_above: a run whose recorded loss exceeds this many times max(1, |its
+        initial loss|) is reported as diverged at that record, as one whose centre or
+        loss is not finite (default 1e6; None: only those).
       backend: ``"sim"`` (the replay of simulated schedules), ``"pmap"`` (the device
         executor, one worker per device, :func:`asynclab.backends.run_devices`) or
         ``"threads"`` (free-running threads).
@@ -476,6 +483,7 @@ def prepare(
     if horizon is not None:
         horizon = _validate.number(horizon, "horizon (seconds)", low=0, low_open=True)
     noise = check_noise(noise)
+    diverged_above = check_diverged_above(diverged_above)
     check_options(built_rule, init, record_every)
     if init != "start" and built_problem.init is None and built_problem.box is None:
         raise ConfigError(f"init={init!r}: {built_problem.name} has no box and no init for "
@@ -511,6 +519,7 @@ def prepare(
         trace_per_seed=bool(trace_per_seed),
         **({} if semisync is None else {"semisync": dataclasses.asdict(semisync)}),
         **({} if backend == "sim" else {"backend": backend}),
+        diverged_above=diverged_above,
         defaults_used=(["learning_rate"] if defaulted else [])
         + (["record_every"] if record_every is None else []),
     )
@@ -520,7 +529,8 @@ def prepare(
                    record_every=record_every, record_paths=record_paths, backend=backend,
                    devices=device_list, runs_per_call=runs_per_call,
                    grid=None if grid is None else types.MappingProxyType(grid),
-                   traces=traces, config=types.MappingProxyType(config))
+                   traces=traces, diverged_above=diverged_above,
+                   config=types.MappingProxyType(config))
 
 
 #: The largest budget in commits or rounds: an event's index is an int32 in the replay.

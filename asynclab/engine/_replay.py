@@ -35,6 +35,7 @@ from ._compiled import (
     traced_noise,
 )
 from ._core import (
+    DIVERGED_ABOVE,
     INITS,
     check_init,
     check_traces,
@@ -42,7 +43,7 @@ from ._core import (
     event_arrays,
     run_config,
 )
-from ._events import reported_center
+from ._events import DIVERGED_ABOVE_VALUE, reported_center
 from ._kinds import Layout, batch_kind, event_kind
 from ._layout import _host, _put, _spans_processes, replay_devices
 from ._result import Result
@@ -57,6 +58,19 @@ def _final_center(carry):
     if not np.any(_host(carry.stopped)):
         return _host(carry.server.center)
     return _host(_reported_center(carry))
+
+
+def _bound(diverged_above) -> float:
+    """The divergence bound's factor as the chunk reads it: infinite for None."""
+    return np.inf if diverged_above is None else float(diverged_above)
+
+
+def check_diverged_above(value) -> float | None:
+    """``diverged_above``: None (only a non-finite loss diverges) or a number > 1."""
+    if value is None:
+        return None
+    return _validate.number(value, "diverged_above (a multiple of the initial loss)",
+                            low=1, low_open=True, dtype=np.float32)
 
 
 def check_options(rule, init, record_every) -> None:
@@ -247,7 +261,7 @@ def center_shares(moved, group_size: int = 1) -> np.ndarray:
 
 
 def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,
-                  unroll=None, devices=None):
+                  unroll=None, devices=None, diverged_above=DIVERGED_ABOVE):
     """Replay batch element ``b`` = (seed ``seeds[b]``, trace row ``rows[b]``, traced
     hyperparameters ``values[name][b]``) for every b, in one compiled call per chunk,
     the batch split over ``devices`` (see :func:`replay_devices`; padded to a multiple
@@ -262,6 +276,7 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
         seeds, rows = pad(seeds), pad(rows)
         values = {k: pad(v) for k, v in values.items()}
     out = _replay_padded(rule, problem, plan, seeds, rows, values, noise=noise, init=init,
+                         diverged_above=diverged_above,
                          bar=_Partial(bar, size / len(seeds)), unroll=unroll, devices=devices)
     if not extra:
         return out
@@ -270,7 +285,8 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
 
 
 def _replay_in_calls(rule, problem, plan: _Plan, seeds, rows, values, runs_per_call: int,
-                     *, noise, init, bar, unroll=None, devices=None) -> _Replayed:
+                     *, noise, init, bar, unroll=None, devices=None,
+                     diverged_above=DIVERGED_ABOVE) -> _Replayed:
     """:func:`_replay_batch` ``runs_per_call`` elements at a time, joined along the batch
     axis. The last call is padded with copies of the last element, so that every call is
     one compiled program; a batch element's numbers do not depend on its call."""
@@ -285,6 +301,7 @@ def _replay_in_calls(rule, problem, plan: _Plan, seeds, rows, values, runs_per_c
         out = _replay_batch(rule, problem, plan, seeds[index], rows[index],
                             {k: np.asarray(v)[index] for k, v in values.items()},
                             noise=noise, init=init, bar=_Partial(bar, live.mean()),
+                            diverged_above=diverged_above,
                             unroll=unroll, devices=devices)
         parts.append(_Replayed(*(None if a is None else jax.tree.map(
             lambda x, live=live: np.asarray(x)[live], a) for a in out)))
@@ -321,7 +338,7 @@ def _initial_axis(axis: int, devices) -> int:
 
 
 def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, init, bar,
-                   unroll, devices):
+                   unroll, devices, diverged_above=DIVERGED_ABOVE):
     n_workers, shared = plan.n_workers, plan.time.shape[0] == 1
     axis, padded = plan.axis_workers, plan.pad_workers is not None
     batch = len(seeds)
@@ -340,9 +357,10 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
     if drawn > axis:  # the first rows of a longer draw are the draw (worker keys, starts)
         carry = carry._replace(workers=jax.tree.map(lambda x: x[:, :axis], carry.workers))
         worker_keys = worker_keys[:, :axis]
-    chunk_values = values
+    chunk_values = {**values, DIVERGED_ABOVE_VALUE: _put(
+        np.full(batch, _bound(diverged_above), np.float32), devices)}
     if traced_noise(problem, float(noise)):  # σ as float32, the constant it replaces
-        chunk_values = {**values, NOISE_STD: _put(np.full(batch, np.float32(np.sqrt(noise))),
+        chunk_values = {**chunk_values, NOISE_STD: _put(np.full(batch, np.float32(np.sqrt(noise))),
                                                   devices)}
 
     losses, centers, paths, metrics = [], [], [], []
@@ -465,6 +483,7 @@ def replay(
     stepwise: bool = False,
     pad_workers: int | None = None,
     runs_per_call: int | None = None,
+    diverged_above: float | None = DIVERGED_ABOVE,
 ) -> Result:
     """Replay one trace (or one per seed) with ``rule`` on ``problem`` for every seed.
 
@@ -511,6 +530,10 @@ def replay(
         the padded draw, which are the n-worker draw. Runs of different n then share one
         compiled program, at the cost of the padding's work. The same result (on a CPU
         the same bits, ``tests/test_engine.py``).
+      diverged_above: the divergence bound: a run whose recorded loss exceeds this many
+        times max(1, |its initial loss|) is reported as diverged at that record, as one
+        whose centre or loss is not finite (None: only those). A traced value: another
+        bound compiles nothing.
       runs_per_call: seeds replayed per compiled call (default: all of them in one):
         fewer hold less memory at once (a many-seed net on an accelerator) and give the
         same numbers (a net's to float rounding where XLA compiles its matrix products for
@@ -525,6 +548,7 @@ def replay(
     devices = replay_devices(devices)
     seeds = _check_seeds(seeds)
     check_options(rule, init, record_every)
+    diverged_above = check_diverged_above(diverged_above)
     if runs_per_call is not None:
         runs_per_call = _validate.count(runs_per_call, "runs_per_call")
     plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths,
@@ -537,11 +561,12 @@ def replay(
     with bar:
         if runs_per_call is None or runs_per_call >= len(seeds):
             out = _replay_batch(rule, problem, plan, seeds, rows, values, noise=noise,
-                                init=init, bar=bar, unroll=unroll, devices=devices)
+                                init=init, bar=bar, unroll=unroll, devices=devices,
+                                diverged_above=diverged_above)
         else:
             out = _replay_in_calls(rule, problem, plan, seeds, rows, values, runs_per_call,
                                    noise=noise, init=init, bar=bar, unroll=unroll,
-                                   devices=devices)
+                                   devices=devices, diverged_above=diverged_above)
     if config is None:  # what replay itself knows: rule, problem, workers, seeds, noise
         config = run_config(rule, problem, workers=plan.n_workers,
                             seeds=np.asarray(seeds).tolist(), noise=float(noise), init=init)

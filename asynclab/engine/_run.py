@@ -81,12 +81,12 @@ def execute(spec: RunSpec, *, progress: bool | None = None) -> Result:
                            record_every=spec.record_every,
                            record_paths=bool(spec.record_paths), progress=progress,
                            runs_per_call=spec.runs_per_call, config=dict(spec.config),
-                           devices=spec.devices)
+                           devices=spec.devices, diverged_above=spec.diverged_above)
     return replay(spec.rule, spec.problem, traces, seeds=list(spec.seeds), noise=spec.noise,
                   init=spec.init, record_every=spec.record_every,
                   record_paths=spec.record_paths, progress=progress,
                   config=dict(spec.config), devices=spec.devices,
-                  runs_per_call=spec.runs_per_call)
+                  runs_per_call=spec.runs_per_call, diverged_above=spec.diverged_above)
 
 
 def sweep(problem="beale", rule="downpour", *, grid, progress: bool | None = None,

@@ -21,10 +21,17 @@ from .._progress import progress_bar
 from ..problems import Problem
 from ..rules import RULES, Rule
 from ._compiled import structure_key
-from ._core import run_config
+from ._core import DIVERGED_ABOVE, run_config
 from ._layout import replay_devices
 from ._metrics import first_reached
-from ._replay import _check_seeds, _plan, _replay_in_calls, _Replayed, _result
+from ._replay import (
+    _check_seeds,
+    _plan,
+    _replay_in_calls,
+    _Replayed,
+    _result,
+    check_diverged_above,
+)
 from ._result import Result
 
 SCORES = _names.SCORES
@@ -91,6 +98,7 @@ def replay_grid(
     runs_per_call: int | None = None,
     config: dict | None = None,
     devices=None,
+    diverged_above: float | None = DIVERGED_ABOVE,
 ) -> Result:
     """:func:`asynclab.replay` over a grid of traced hyperparameters: the sweep of given
     traces (one for all seeds, or one per seed, shared by every point).
@@ -139,7 +147,8 @@ def replay_grid(
                        unit="event", unit_scale=True, leave=False)
     with bar:
         flat = _replay_in_calls(rule, problem, plan, seed_of, row_of, values, runs_per_call,
-                                noise=noise, init=init, bar=bar, devices=devices)
+                                noise=noise, init=init, bar=bar, devices=devices,
+                                diverged_above=check_diverged_above(diverged_above))
     # (point, seed) pairs -> grid axes, seeds; a net's parameters and metrics are dicts
     out = _Replayed(*(None if a is None else jax.tree.map(
         lambda x: x.reshape(shape + (n_seeds,) + x.shape[1:]), a) for a in flat))
