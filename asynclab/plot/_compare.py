@@ -92,6 +92,8 @@ def compare(results, labels: Sequence[str] | None = None, *,
     mean is over the runs still going; with a schedule per seed (``trace_per_seed``),
     each seed's series is read against time on common times, holding its last record,
     as for results. Either way the legend says how many of each line's runs diverged.
+    On the logarithmic axis of a loss, a t interval that reaches zero or below runs to
+    the bottom of the panel.
     """
     if _tables.is_table(results):
         if band is not QUARTILES:

@@ -41,13 +41,17 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
       table: a table of :func:`asynclab.study` (one row per run), or of records
         (``study(..., records=True)``, :meth:`asynclab.Result.to_frame`) with ``x`` one
         of ``record``, ``event`` or ``time`` (the means over the seeds at equal values).
-      x, y: column names.
+      x: the column along the x axis.
+      y: the column whose mean is drawn.
       hue: the column whose values are the lines (default: ``rule`` when the table has
         one and it is not ``x``, ``col`` or ``row``).
-      col, row: columns whose values are the panels' columns and rows.
+      col: the column whose values are the panels' columns.
+      row: the column whose values are the panels' rows.
       confidence: the interval's level, in (0, 1).
-      logx, logy: logarithmic axes (default: for values all positive that span at least a
-        factor 10 on x, 100 on y).
+      logx: a logarithmic x axis (default: for numeric values, all positive, spanning at
+        least a factor 10).
+      logy: a logarithmic y axis (default: for means and bounds, all positive, spanning at
+        least a factor 100).
       path: where to write the PNG (None: do not write).
 
     Returns:
@@ -193,5 +197,5 @@ def _caption(means, y: str, confidence: float) -> list[str]:
     if excluded:
         parts.append(f"{excluded} of {int(runs.sum())} runs without a finite "
                      f"{y.replace('_', ' ')} left out"
-                     + (" (×: all of a point's)" if (means["n"] == 0).any() else ""))
+                     + (" (×: all runs of a point)" if (means["n"] == 0).any() else ""))
     return parts

@@ -75,7 +75,8 @@ def study(problem, *, rules, clusters=None, grid=None, seeds, commits: int | Non
         a ConfigError naming the rule: give such values as separate rules
         (``rules={"AGN, λ = 1": ("agn", {"local_steps": 1}), ...}``).
       seeds: the seeds, an int or a list (each run of every cell replays each seed).
-      commits, horizon: the budget (one of them), as for :func:`asynclab.prepare`.
+      commits: the budget in commits (rounds for a synchronous rule)...
+      horizon: ...or in simulated seconds: give one, as for :func:`asynclab.prepare`.
       target: with it, the columns ``time_to_target`` and ``commits_to_target``: when a
         run's recorded ``target_metric`` first reaches ``target`` (checked at the
         records, as :meth:`asynclab.Result.time_to_target` does).
