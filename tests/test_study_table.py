@@ -298,6 +298,24 @@ def test_grid_draws_one_line_and_band_per_rule_in_each_panel():
     plt.close("all")
 
 
+def test_grid_of_a_categorical_x_draws_error_bars_of_the_t_interval():
+    table = _runs_table()
+    fig = grid(table, x="cluster", y="final_loss", col="learning_rate")
+    panels = [ax for ax in fig.axes if ax.has_data()]
+    assert len(panels) == 3
+    ax = panels[1]  # η = 1e-2
+    assert len(ax.containers) == 2  # one set of error bars per rule
+    for container, rule in zip(ax.containers, ["downpour", "adag"], strict=True):
+        segments = container.lines[2][0].get_segments()  # one vertical bar per cluster
+        for segment, cluster in zip(segments, ["even", "slow"], strict=True):
+            values = table[(table.rule == rule) & (table.cluster == cluster)
+                           & (table.learning_rate == 1e-2)].final_loss.to_numpy()
+            want = stats.t.interval(0.95, values.size - 1, loc=values.mean(),
+                                    scale=stats.sem(values))
+            np.testing.assert_allclose(sorted(segment[:, 1]), want, rtol=1e-9)
+    plt.close("all")
+
+
 def _records_table():
     """2 rules × 3 seeds × 5 records on one schedule per rule."""
     rows = []

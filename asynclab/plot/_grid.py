@@ -15,7 +15,14 @@ from matplotlib.lines import Line2D  # noqa: E402
 from .. import _tables  # noqa: E402
 from .._errors import ConfigError  # noqa: E402
 from ._common import finish  # noqa: E402
-from ._style import CYCLE, PANEL_HEIGHT, legend_outside, plain_log_ticks, styled  # noqa: E402
+from ._style import (  # noqa: E402
+    CYCLE,
+    MAX_COLUMNS,
+    PANEL_HEIGHT,
+    legend_outside,
+    plain_log_ticks,
+    styled,
+)
 
 #: Inches per panel of a grid (narrower than a figure's panel: grids have several), and
 #: for the legend beside them.
@@ -45,7 +52,8 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
       y: the column whose mean is drawn.
       hue: the column whose values are the lines (default: ``rule`` when the table has
         one and it is not ``x``, ``col`` or ``row``).
-      col: the column whose values are the panels' columns.
+      col: the column whose values are the panels' columns (without ``row``, wrapped
+        after three panels a row).
       row: the column whose values are the panels' rows.
       confidence: the interval's level, in (0, 1).
       logx: a logarithmic x axis (default: for numeric values, all positive, spanning at
@@ -91,35 +99,41 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
     numeric = pd.api.types.is_numeric_dtype(table[x]) and not pd.api.types.is_bool_dtype(
         table[x])
     xs = _values(table, x)
+    # the panels: rows × columns, or the values of col alone wrapped after MAX_COLUMNS
+    facets = [(r, c) for r in rows for c in cols]
+    n_columns = len(cols) if row is not None else min(len(cols), MAX_COLUMNS)
+    n_rows = -(-len(facets) // n_columns)
     legend = LEGEND_WIDTH if hue is not None else 0.0
-    fig, axes = plt.subplots(len(rows), len(cols), squeeze=False, sharex=True, sharey=True,
-                             figsize=(GRID_WIDTH * len(cols) + legend,
-                                      PANEL_HEIGHT * len(rows)))
-    for i, row_value in enumerate(rows):
-        for j, col_value in enumerate(cols):
-            ax = axes[i, j]
-            panel = means
-            for name, value in ((row, row_value), (col, col_value)):
-                if name is not None:
-                    panel = panel[panel[name] == value]
-            for k, hue_value in enumerate(hues):
-                line = panel if hue is None else panel[panel[hue] == hue_value]
-                if line.empty:
-                    continue
-                if numeric:
-                    _draw_line(ax, line.sort_values(x), x, colors[hue_value])
-                else:
-                    _draw_points(ax, line, x, xs, k, len(hues), colors[hue_value])
-            titles = [f"{name} = {value}" for name, value in ((row, row_value),
-                                                             (col, col_value)) if name]
-            if titles:
-                ax.set_title(", ".join(titles))
-            if i == len(rows) - 1:
-                ax.set_xlabel(x.replace("_", " "))
-            if j == 0:
-                ax.set_ylabel(y.replace("_", " "))
-            if not numeric:
-                ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    fig, grid_axes = plt.subplots(n_rows, n_columns, squeeze=False, sharex=True, sharey=True,
+                                  figsize=(GRID_WIDTH * n_columns + legend,
+                                           PANEL_HEIGHT * n_rows))
+    axes = list(grid_axes.ravel()[:len(facets)])
+    for ax in grid_axes.ravel()[len(facets):]:
+        ax.remove()
+    for index, (ax, (row_value, col_value)) in enumerate(zip(axes, facets, strict=True)):
+        panel = means
+        for name, value in ((row, row_value), (col, col_value)):
+            if name is not None:
+                panel = panel[panel[name] == value]
+        for k, hue_value in enumerate(hues):
+            line = panel if hue is None else panel[panel[hue] == hue_value]
+            if line.empty:
+                continue
+            if numeric:
+                _draw_line(ax, line.sort_values(x), x, colors[hue_value])
+            else:
+                _draw_points(ax, line, x, xs, k, len(hues), colors[hue_value])
+        titles = [f"{name} = {value}" for name, value in ((row, row_value),
+                                                         (col, col_value)) if name]
+        if titles:
+            ax.set_title(", ".join(titles))
+        if index + n_columns >= len(facets):  # the lowest panel of its column
+            ax.set_xlabel(x.replace("_", " "))
+            ax.xaxis.set_tick_params(labelbottom=True)
+        if index % n_columns == 0:
+            ax.set_ylabel(y.replace("_", " "))
+        if not numeric:
+            ax.set_xticks(range(len(xs)), [str(v) for v in xs])
     finite = means[["mean", "low", "high"]].to_numpy(np.float64)
     positive = finite[np.isfinite(finite)]
     if logy is None:
@@ -127,7 +141,7 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
     if logx is None and numeric:
         values = np.asarray(xs, np.float64)
         logx = bool(values.min() > 0 and values.max() >= 10 * values.min())
-    for ax in axes.ravel():
+    for ax in axes:
         if logy:
             ax.set_yscale("log")
         if logx and numeric:
@@ -136,7 +150,7 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
     if hue is not None:
         handles = [Line2D([], [], color=colors[h], marker="o", ms=4, label=str(h))
                    for h in hues]
-        legend_outside(axes[0, -1], handles=handles, title=hue.replace("_", " "))
+        legend_outside(axes[n_columns - 1], handles=handles, title=hue.replace("_", " "))
     width = int(CAPTION_CHARACTERS * fig.get_figwidth())
     parts = _caption(means, y, confidence)
     caption = "; ".join(parts)
