@@ -267,6 +267,8 @@ def _table_label(by, key) -> str:
     for name, value in zip(by, key, strict=True):
         if name in ("rule", "cluster"):
             parts.append(str(value))
+        elif isinstance(value, float) and np.isnan(value):
+            continue  # a hyperparameter this line's rule does not have
         else:
             parts.append(f"{name}={value:g}" if isinstance(value, float) else f"{name}={value}")
     return ", ".join(parts) or "runs"
