@@ -21,6 +21,7 @@ _NAMES = {
     "prepare": "engine",
     "replay": "engine",
     "run": "engine",
+    "study": "studies",
     "sweep": "engine",
 }
 _SUBPACKAGES = ("cluster", "engine", "problems", "rules", "backends", "studies", "plot",
@@ -60,5 +61,6 @@ __all__ = [
     "replay",
     "rules",
     "run",
+    "study",
     "sweep",
 ]

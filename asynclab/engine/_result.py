@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _archive, _validate
+from .. import _archive, _tables, _validate
 from .._errors import ConfigError
 from . import _metrics
 
@@ -152,6 +152,51 @@ class Result:
     def simulated_time(self) -> np.ndarray:
         """``(Tr,)`` simulated seconds the whole schedule took."""
         return self.time[:, -1] if self.n_events else np.zeros(self.time.shape[0])
+
+    def to_frame(self):
+        """The records in long form, a pandas DataFrame: one row per (grid point, seed,
+        record).
+
+        Columns, in order: for a sweep, one per grid hyperparameter (its value at the
+        row's point, in the grid's axis order); ``seed``; ``record`` (the record's index,
+        0 = the start); ``event`` (events done at the record, :attr:`record_events`:
+        commits, or rounds for a synchronous rule); ``time`` (simulated seconds at the
+        record, from the schedule the seed replayed, :attr:`record_time`); ``loss`` (the
+        central loss, NaN once a run has diverged); then one column per entry of
+        :attr:`metrics` (a net's ``validation_loss`` and ``accuracy``). Rows run over the
+        grid points in order (the last axis fastest), then the seeds, then the records.
+        Numbers are float64 (the records' float32 values, exactly), indices int64.
+
+        Needs pandas (``pip install "asynclab[pandas]"``); without it, a ConfigError.
+
+        Example:
+          >>> import asynclab
+          >>> result = asynclab.run("beale", "downpour", workers=2, commits=20,
+          ...                       seeds=[0, 1], record_every=10)
+          >>> result.to_frame().shape  # 2 seeds x 3 records, 5 columns
+          (6, 5)
+        """
+        pd = _tables.pandas()
+        seeds = np.asarray(self.seeds, np.int64)
+        events = np.asarray(self.record_events, np.int64)
+        n_seeds, n_records = seeds.size, events.size
+        grid = self.grid or {}
+        points = math.prod(self.grid_shape)
+        columns = {}
+        if grid:
+            mesh = np.meshgrid(*(np.asarray(v, np.float64) for v in grid.values()),
+                               indexing="ij")
+            for name, values in zip(grid, mesh, strict=True):
+                columns[name] = np.repeat(values.ravel(), n_seeds * n_records)
+        columns["seed"] = np.tile(np.repeat(seeds, n_records), points)
+        columns["record"] = np.tile(np.arange(n_records, dtype=np.int64), points * n_seeds)
+        columns["event"] = np.tile(events, points * n_seeds)
+        columns["time"] = np.tile(np.asarray(self._seed_record_time(), np.float64).ravel(),
+                                  points)
+        columns["loss"] = np.asarray(self.loss, np.float64).ravel()
+        for name, values in (self.metrics or {}).items():
+            columns[name] = np.asarray(values, np.float64).ravel()
+        return pd.DataFrame(columns)
 
     # ------------------------------------------------------------------ efficiency
     def _series(self, metric: str) -> np.ndarray:

@@ -1,6 +1,7 @@
 """Matplotlib drawing of results (no simulation here)."""
 
 from ._compare import compare as compare
+from ._grid import grid as grid
 from ._panels import clip_staleness as clip_staleness
 from ._panels import draw_loss as draw_loss
 from ._panels import draw_staleness as draw_staleness
@@ -20,6 +21,7 @@ __all__ = [
     "draw_loss",
     "draw_staleness",
     "draw_timeline",
+    "grid",
     "plot_center_shares",
     "plot_run",
     "stragglers",
