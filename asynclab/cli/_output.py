@@ -13,9 +13,15 @@ def finite_list(values):
     return [None if not math.isfinite(v) else float(v) for v in np.ravel(values)]
 
 
-def summary(result, problem) -> dict:
-    """The JSON summary of a result (one value per seed where it varies by seed)."""
-    hist = result.staleness_histogram()
+def summary(result, problem, staleness=None) -> dict:
+    """The JSON summary of a result (one value per seed where it varies by seed).
+
+    ``staleness``: the staleness of every counted commit of semi-synchronous rounds
+    (:func:`round_staleness` of the run's round traces); the histogram and the mean come
+    from it. None: from the result (a commit's τ; 0 for every round).
+    """
+    hist = (result.staleness_histogram() if staleness is None
+            else np.bincount(np.asarray(staleness, np.int64), minlength=1))
     single = result.n_seeds == 1
     out = {
         "problem": result.config.get("problem"),
@@ -25,7 +31,8 @@ def summary(result, problem) -> dict:
         "events": result.n_events,
         "seeds": result.seeds.tolist(),
         "final_loss": finite_list(result.final_loss),
-        "mean_staleness": float(np.average(np.arange(hist.size), weights=hist)),
+        "mean_staleness": (float(np.average(np.arange(hist.size), weights=hist))
+                           if hist.sum() else 0.0),
         "staleness_histogram": hist.tolist(),
         "simulated_time": [float(t) for t in result.simulated_time],
         "diverged": result.diverged.tolist(),
@@ -52,9 +59,15 @@ def summary(result, problem) -> dict:
     return out
 
 
-def _print_summary(result, problem, out=None) -> None:
+def round_staleness(traces) -> np.ndarray:
+    """The staleness of every counted commit of these round traces
+    (``RoundTrace.staleness`` without the workers that did not count), trace by trace."""
+    return np.concatenate([t.staleness[t.staleness >= 0] for t in traces]).astype(np.int64)
+
+
+def _print_summary(result, problem, out=None, staleness=None) -> None:
     out = sys.stdout if out is None else out
-    s = summary(result, problem)
+    s = summary(result, problem, staleness)
     cfg = result.config
     hp = ", ".join(f"{k}={v}" for k, v in (s["hyperparameters"] or {}).items())
     print(f"{s['rule']} on {s['problem']} with {s['workers']} worker(s) ({hp})", file=out)
@@ -78,6 +91,16 @@ def _print_summary(result, problem, out=None) -> None:
         n = s["workers"]
         print(f"  mean staleness: {s['mean_staleness']:.3f} (closed-loop theory: n − 1 = {n - 1})",
               file=out)
+    elif staleness is not None:
+        hist = s["staleness_histogram"]
+        late = (cfg.get("semisync") or {}).get("late")
+        how = ("a late commit counts in a later round, stale by the rounds it missed"
+               if late == "stale" else "late work is discarded: every counted commit is "
+               "fresh")
+        print(f"  mean staleness of the {sum(hist)} counted commits: "
+              f"{s['mean_staleness']:.3f} ({how}); histogram "
+              + ", ".join(f"τ={k}: {c}" for k, c in enumerate(hist[:6]) if c)
+              + (" …" if len(hist) > 6 else ""), file=out)
     if result.center_share is not None and (not cfg.get("synchronous")
                                             or cfg.get("semisync") is not None):
         _print_shares(result.center_share, out)
@@ -147,7 +170,8 @@ def strict_json(out: dict) -> str:
     return json.dumps(cleaned, allow_nan=False)
 
 
-def report(args, result, problem, extra=None) -> None:
+def report(args, result, problem, extra=None, staleness=None) -> None:
+    """Save, draw and print a run's result; ``staleness`` as in :func:`summary`."""
     if args.save:
         result.save(args.save)
     if args.plot:
@@ -155,9 +179,9 @@ def report(args, result, problem, extra=None) -> None:
 
         plot_run(result, problem, args.plot)
     if args.json:
-        print(strict_json({**summary(result, problem), **(extra or {})}))
+        print(strict_json({**summary(result, problem, staleness), **(extra or {})}))
         return
-    _print_summary(result, problem)
+    _print_summary(result, problem, staleness=staleness)
     for key, value in (extra or {}).items():
         if not isinstance(value, list):
             print(f"  {key.replace('_', ' ')}: {value}")
