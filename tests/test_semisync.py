@@ -405,7 +405,7 @@ def test_command_line_runs_the_same_rounds_as_python(capsys):
     out = json.loads(capsys.readouterr().out)
     want = asynclab.run("beale", "synchronous_sgd", workers=4, commits=20, noise=1.0,
                         semisync=SemiSync(quorum=3, late="stale"))
-    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params))
     # the staleness printed is that of the counted commits (K = 3 of n = 4 per round),
     # not 0 per round
     tau = simulate_sync(Cluster(4, EXPONENTIAL), rounds=20, rng=0,
@@ -459,7 +459,7 @@ def test_command_line_takes_an_adaptive_deadline(capsys):
     want = asynclab.run("beale", "model_averaging", workers=4, commits=20, noise=1.0,
                         semisync=semisync)
     assert want.config["semisync"]["deadline"] == "adaptive"
-    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params))
     trace = simulate_sync(Cluster(4, EXPONENTIAL), rounds=20, rng=0, semisync=semisync)
     assert not trace.counted.all()  # the deadline did cut someone
 
