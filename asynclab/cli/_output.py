@@ -26,7 +26,7 @@ def summary(result, problem, staleness=None) -> dict:
     its values).
 
     ``staleness``: the staleness of every counted commit of semi-synchronous rounds
-    (:func:`round_staleness` of the run's round traces); the histogram and the mean come
+    (:func:`counted_staleness` of the run's round traces); the histogram and the mean come
     from it. None: from the result (a commit's τ; 0 for every round).
     """
     hist = (result.staleness_histogram() if staleness is None
@@ -66,7 +66,7 @@ def summary(result, problem, staleness=None) -> dict:
     return out
 
 
-def round_staleness(traces) -> np.ndarray:
+def counted_staleness(traces) -> np.ndarray:
     """The staleness of every counted commit of these round traces
     (``RoundTrace.staleness`` without the workers that did not count), trace by trace."""
     return np.concatenate([t.staleness[t.staleness >= 0] for t in traces]).astype(np.int64)

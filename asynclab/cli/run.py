@@ -6,7 +6,7 @@ import argparse
 
 from .. import ConfigError, _validate
 from . import _flags, _types
-from ._output import report, round_staleness
+from ._output import counted_staleness, report
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -156,6 +156,6 @@ def run_command(args) -> int:
         # traces (the result holds one entry per round): the same schedules again
         from ..engine import schedules
 
-        staleness = round_staleness(schedules(prepared))
+        staleness = counted_staleness(schedules(prepared))
     report(args, result, prepared.problem, extra, staleness)
     return 0
