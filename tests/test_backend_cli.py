@@ -27,7 +27,7 @@ def test_pmap_backend_from_the_command_line(tmp_path, capsys):
     assert main(["run", "--rule", "dynsgd", "--workers", "2", "--commits", "60", "--noise",
                  "1", "--json"]) == 0
     sim = json.loads(capsys.readouterr().out)
-    for a, b in zip(sim["final_params"], out["final_params"], strict=True):
+    for a, b in zip(sim["final_params"][0], out["final_params"][0], strict=True):
         assert abs(a - b) < 1e-5
     checkpoint = tmp_path / "run.npz"
     first = cli(*common, "--checkpoint", str(checkpoint), "--checkpoint-every", "5")

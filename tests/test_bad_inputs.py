@@ -910,7 +910,7 @@ def test_mixed_rule_runs_on_a_log_cluster(log, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["hyperparameters"]["group_size"] == int(size)
     assert out["workers"] == (4 if log[0] == "--trace-log" else 8)
-    assert out["events"] == 12 and np.isfinite(out["final_loss"])
+    assert out["events"] == 12 and np.isfinite(out["final_loss"]).all()
 
 
 def test_a_record_block_longer_than_the_run_records_its_start_and_end():
@@ -976,7 +976,7 @@ def test_device_runs_of_mixed_groups_and_diverged_wall_time(tmp_path):
                             "--learning-rate 10 --noise 100 --commits 200 --json", tmp_path)
     assert diverged.returncode == 0, diverged.stderr[-2000:]
     out = json.loads(diverged.stdout)
-    assert out["diverged"] is True
+    assert out["diverged"] == [True]
     assert 0 < out["segments_run"] < out["segments"]
     assert np.isfinite(out["wall_time"]) and out["wall_time"] > 0
     assert "Warning" not in diverged.stderr

@@ -47,7 +47,7 @@ def test_json_run_has_the_documented_fields(capsys):
     for key in ("final_loss", "mean_staleness", "staleness_histogram", "simulated_time",
                 "diverged", "final_params"):
         assert key in out
-    assert out["diverged"] is False
+    assert out["diverged"] == [False]  # one seed: a list of one, like every per-seed field
     hist = np.array(out["staleness_histogram"])
     assert hist.sum() == 3000
     assert out["mean_staleness"] == pytest.approx(np.average(np.arange(hist.size), weights=hist))
@@ -55,9 +55,49 @@ def test_json_run_has_the_documented_fields(capsys):
     trace = simulate_async(Cluster(8, ComputeTime("exponential")), commits=3000, rng=0)
     np.testing.assert_array_equal(hist, np.bincount(trace.staleness, minlength=hist.size))
     assert out["mean_staleness"] == pytest.approx(trace.staleness.mean())
-    assert out["simulated_time"] == pytest.approx(trace.time[-1])
+    assert out["simulated_time"] == [pytest.approx(trace.time[-1])]
     assert abs(out["mean_staleness"] - 7) < 0.3
-    assert len(out["final_params"]) == 2
+    assert len(out["final_params"]) == 1 and len(out["final_params"][0]) == 2
+
+
+#: What --json holds once per seed (a list of one for one seed).
+PER_SEED = ("final_loss", "simulated_time", "diverged", "diverged_at", "success",
+            "final_params", "center_share", "goodput", "goodput_per_device_second")
+
+
+def test_json_has_one_shape_for_any_number_of_seeds_and_records_the_settings(capsys):
+    argv = ["run", "--rule", "downpour", "--workers", "3", "--commits", "30", "--noise",
+            "2", "--compute", "lognormal", "--compute-shape", "0.5", "--server-time", "0.2",
+            "--server-distribution", "exponential", "--mtbf", "40", "--mttr", "4"]
+    outs = {}
+    for seeds in (["--seed", "1"], ["--seeds", "1,2"]):
+        assert main([*argv, *seeds, "--json"]) == 0
+        outs[len(seeds[1].split(","))] = json.loads(capsys.readouterr().out)
+    one, two = outs[1], outs[2]
+    assert set(one) == set(two)
+    for key in PER_SEED:
+        assert isinstance(one[key], list) and len(one[key]) == 1, key
+        assert isinstance(two[key], list) and len(two[key]) == 2, key
+        assert one[key][0] == two[key][0], key  # seed 1 is seed 1 either way
+    assert len(one["final_params"][0]) == 2 and len(one["center_share"][0]) == 3
+    # the settings that shaped the run, as given
+    assert one["noise"] == 2.0
+    assert one["compute"] == {"distribution": "lognormal", "mean": 1.0, "shape": 0.5}
+    assert one["server"] == {"distribution": "exponential", "mean": 0.2, "shape": 1.0}
+    assert one["failures"] == {"mtbf": 40.0, "mttr": 4.0}
+    assert one["semisync"] is None and one["stragglers"] == [] and one["time_scale"] is None
+    assert main([*argv, "--seed", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "noise σ² = 2.0" in text
+    assert ("cluster: compute lognormal, mean 1 s per local step, shape 0.5; server "
+            "exponential, mean 0.2 s per exchange; failures: Poisson churn, MTBF 40 s, "
+            "MTTR 4 s per worker") in text
+    assert main(["run", "--rule", "synchronous_sgd", "--workers", "4", "--quorum", "3",
+                 "--deadline", "2", "--commits", "10"]) == 0
+    text = capsys.readouterr().out
+    assert "semi-synchronous rounds: quorum K = 3, deadline 2 s; late work discarded" in text
+    assert "cluster: compute exponential, mean 1 s per local step; server 0 s per exchange; " \
+           "no failures" in text
 
 
 def test_human_summary_and_plot_and_save(tmp_path, capsys):
@@ -109,8 +149,8 @@ def test_divergence_exits_zero_and_says_so(capsys):
             "--workers", "8", "--learning-rate", "0.5", "--commits", "2000"]
     assert main([*argv, "--json"]) == 0
     out = strict_loads(capsys.readouterr().out)
-    assert out["diverged"] is True and out["diverged_at"] > 0
-    assert out["final_loss"] is None  # a diverged run has no final loss
+    assert out["diverged"] == [True] and out["diverged_at"][0] > 0
+    assert out["final_loss"] == [None]  # a diverged run has no final loss
     assert main(argv) == 0
     assert "DIVERGED" in capsys.readouterr().out
 

@@ -43,6 +43,8 @@ DOCS = ROOT / "docs"
 SHELLS = ("bash", "console", "sh")
 # pages whose blocks together take more than ~20 s on the 2-core machine: the slow tier
 SLOW = {
+    "index.md": "the demo, a 16-worker run from the command line and the same from Python "
+                "(32 s, measured here)",
     "nets.md": "the mnist command line (95 s) and three digits runs (22 s), measured here",
     "logs.md": "a log fitted, inspected and replayed from the command line (9 s), and "
                "timelines drawn and exported (about 15 s more)",
@@ -153,6 +155,23 @@ def test_the_docs_have_examples_and_every_exclusion_says_why():
         for block in blocks(page):
             if block.norun is not None:
                 assert len(block.norun) > 10, block
+
+
+def test_the_site_has_a_home_page_that_stands_alone():
+    # the site's root is docs/index.md (MkDocs serves it as /), first in the navigation
+    nav = (ROOT / "mkdocs.yml").read_text().split("\nnav:\n", 1)[1]
+    assert re.match(r"\s*- [^:]+: index\.md\n", nav), nav[:80]
+    home = (DOCS / "index.md").read_text()
+    assert home.startswith("# asynclab\n")
+    for section in ("## Install", "## Two commands", "## Where to look"):
+        assert f"\n{section}\n" in home, section
+    # it says what to type, and every link stays inside the site and resolves
+    shells = [b for b in runnable(blocks(DOCS / "index.md")) if b.language in SHELLS]
+    assert [c[:2] for b in shells for c in commands(b)] == [["asynclab", "demo"],
+                                                           ["asynclab", "run"]]
+    links = re.findall(r"\]\(([^)#\s]+)", home)
+    assert links and all(not link.startswith(("/", "..", "http")) for link in links), links
+    assert all((DOCS / link).is_file() for link in links), links
 
 
 def test_the_block_reader():

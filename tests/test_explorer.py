@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from traitlets import TraitError
 
 from asynclab.engine._compiled import TRACE_COUNT
 from asynclab.notebook import Explorer, rule_controls
@@ -257,3 +258,69 @@ def test_synchronous_rule_draws_every_worker(explorer):
     explorer.controls["rule"].value = "model_averaging"
     assert len(explorer.artists["workers"]) == 4
     assert explorer.artists["workers"][0].get_xydata().shape[0] == explorer.result.n_events
+
+
+def refused(message):
+    """Whether the page says a run could not be made (a summary says nothing of it)."""
+    return "cannot run" in message or "the explorer failed" in message
+
+
+def watch_runs(explorer, monkeypatch):
+    """Every message the page shows and every run, from now on."""
+    messages, runs = [], []
+    explorer.message.observe(lambda change: messages.append(change["new"]), names="value")
+    update = explorer.update
+
+    def counted():
+        runs.append(explorer.controls["rule"].value)
+        update()
+
+    monkeypatch.setattr(explorer, "update", counted)
+    return messages, runs
+
+
+def test_a_rule_switch_rebuilds_its_controls_then_runs_once(explorer, monkeypatch):
+    # DOWNPOUR's controls (inner, momenta) are not mixed's: a run with the new rule and the
+    # old controls would flash "rule 'mixed' has no hyperparameter 'inner'" on the page
+    messages, runs = watch_runs(explorer, monkeypatch)
+    explorer.controls["rule"].value = "mixed"
+    assert messages and not any(map(refused, messages)), messages
+    assert runs == ["mixed"]
+    assert explorer.error is None
+    assert explorer.result.config["rule"] == "mixed"
+    assert explorer.result.config["hyperparameters"]["group_size"] == 2
+
+
+def test_mixed_group_size_and_between_are_drop_downs():
+    controls = rule_controls("mixed", workers=6)
+    group, between = controls["group_size"], controls["between"]
+    assert tuple(group.options) == (1, 2, 3, 6) and group.value == 2
+    # the rules mixed's docstring names as those it runs between groups
+    assert set(between.options) == {"downpour", "agn", "dynsgd", "adag", "staleness_aware",
+                                    "dc_asgd", "gap_aware"}
+    assert between.value == "downpour"
+    for control, bad in ((group, 4), (between, "model_averaging")):
+        with pytest.raises(TraitError):
+            control.value = bad
+    # a group size that does not divide n starts at the largest divisor below it
+    assert rule_controls("mixed", workers=7)["group_size"].options == (1, 7)
+    assert rule_controls("mixed", workers=7)["group_size"].value == 1
+
+
+@pytest.mark.slow  # ~10 s: mixed compiled for three structures
+def test_a_worker_count_change_keeps_mixed_groups_valid_and_runs_once(explorer, monkeypatch):
+    explorer.controls["rule"].value = "mixed"
+    messages, runs = watch_runs(explorer, monkeypatch)
+    explorer.controls["workers"].value = 6
+    group = explorer.rule_controls["group_size"]
+    assert tuple(group.options) == (1, 2, 3, 6) and group.value == 2
+    assert runs == ["mixed"] and not any(map(refused, messages)), messages
+    assert explorer.result.config["workers"] == 6
+    assert explorer.controls["straggler_worker"].max == 5
+    explorer.controls["workers"].value = 5  # 2 does not divide 5: one group per worker
+    assert tuple(group.options) == (1, 5) and group.value == 1
+    assert explorer.result.config["hyperparameters"]["group_size"] == 1
+    explorer.rule_controls["between"].value = "adag"
+    assert explorer.result.config["hyperparameters"]["between"] == "adag"
+    assert runs == ["mixed"] * 3 and explorer.error is None
+    assert not any(map(refused, messages)), messages

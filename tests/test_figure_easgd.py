@@ -114,6 +114,19 @@ def test_easgd_figure_and_its_claims(tmp_path):
     _synchronous_claims(data)
     _map_claims(data)
     _stability_claims(data)
+    _every_panel_drawn(data)
+
+
+def _every_panel_drawn(data):
+    """No panel of the quick build is empty or a degenerate grid: the map spans at least
+    three λ and three ρ, the λ = 1 check has its bars, the companion shows every p."""
+    from asynclab.plot._style import panel_count
+    from asynclab.plot.easgd import plot_easgd, plot_easgd_detail
+
+    assert len(data["map_local_steps"]) >= 3 and len(data["map_elasticities"]) >= 3
+    assert data["check_growing"].size >= 4
+    assert panel_count(plot_easgd(data)) == 6
+    assert panel_count(plot_easgd_detail(data)) == 1 + len(data["stability_workers"]) == 4
 
 
 def test_one_worker_boundary_formula():

@@ -78,3 +78,24 @@ def test_committed_failures_claims():
         assert abs(rate[DOWNPOUR, f].mean() - p) < 4 * se, (mtbf, rate[DOWNPOUR, f].mean(), p)
         assert data["goodput"][DOWNPOUR, f].mean() == pytest.approx(mtbf / (mtbf + 1),
                                                                    rel=0.01)
+
+
+def test_a_point_that_missed_the_target_is_marked_at_the_top_edge():
+    # the committed data with every seed of DiLoCo at the shortest MTBF missing the
+    # target: its median time is ∞, drawn as an open marker at the top edge of the panel
+    from asynclab.plot.failures import plot_failures
+
+    data, config = studies.load(COMMITTED)
+    data = dict(data, seconds_to_target=data["seconds_to_target"].copy())
+    data["seconds_to_target"][DILOCO, -1] = np.inf
+    fig = plot_failures(data, config=config)
+    time_panel = fig.axes[2]
+    marks = [line for line in time_panel.get_lines() if line.get_mfc() == "none"]
+    assert len(marks) == 1
+    x, y = marks[0].get_data()
+    # at the last MTBF, where DiLoCo's line places its points
+    assert x[0] == pytest.approx(len(data["mtbf"]) - 1 + 0.04 * (DILOCO - 2))
+    assert 0.95 < y[0] <= 1.0
+    assert marks[0].get_transform() == time_panel.get_xaxis_transform()
+    legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert "did not reach the target" in legend

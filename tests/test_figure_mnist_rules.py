@@ -78,7 +78,8 @@ def test_mnist_rules_quick_figure_and_its_claims(tmp_path):
     assert (tmp_path / "mnist_rules_detail.png").stat().st_size > 20_000  # its companion
     config = dataclasses.asdict(mnist_rules.Config.quick())
     rules = _check_measures(data, config)
-    _check_probe(data, 15)
+    for lam in config["windows"]:
+        _check_probe(data, lam)
     # two seeds: the 95 % t interval is t(0.975, 1) · |a − b| / 2, t(0.975, 1) = 12.706
     final = data["final_accuracy"].astype(np.float64)
     np.testing.assert_allclose(data["final_accuracy_half_width"],
@@ -86,14 +87,32 @@ def test_mnist_rules_quick_figure_and_its_claims(tmp_path):
     # quick (n = 20, λ = 15, 80 commits): DOWNPOUR's un-normalised accumulated Adam steps
     # throw the centre away (final accuracy 0.16, 0.24; early loss spikes of 0.6–0.7 of
     # the initial loss), while every other rule learns (0.75–0.79) without spikes
-    acc = {r: final[k, 0, 0] for k, r in enumerate(rules)}
-    spike = {r: data["spike"][k, 0, 0] for k, r in enumerate(rules)}
+    j = list(data["windows"]).index(15)
+    acc = {r: final[k, 0, j] for k, r in enumerate(rules)}
+    spike = {r: data["spike"][k, 0, j] for k, r in enumerate(rules)}
     assert np.all(acc["downpour"] < 0.4)
     assert np.all(spike["downpour"] > 0.3)
     for rule in ("dynsgd", "aeasgd", "agn", "adag"):
         assert np.all(acc[rule] > 0.65), rule
         assert np.all(spike[rule] < 0.05), rule
-        assert np.all(data["efficiency"][rules.index(rule)] < 0.5), rule
+        assert np.all(data["efficiency"][rules.index(rule), 0, j] < 0.5), rule
+    # λ = 1 (1,200 commits): AGN commits a/1 = a, DOWNPOUR's very numbers; every panel has
+    # data: the final accuracy at both λ, and some rule reaches the target at λ = 1
+    lam1 = list(data["windows"]).index(1)
+    np.testing.assert_array_equal(data["loss"][rules.index("agn"), :, lam1],
+                                  data["loss"][rules.index("downpour"), :, lam1])
+    assert np.isfinite(data["seconds_to_target"][:, 0, lam1]).any()
+    _every_panel_drawn(data)
+
+
+def _every_panel_drawn(data):
+    from asynclab.plot._style import panel_count
+    from asynclab.plot.mnist_rules import plot_mnist_rules
+
+    fig = plot_mnist_rules(data)
+    assert panel_count(fig) == 6
+    # the time-to-target panel holds at least one finite point
+    assert any(np.isfinite(line.get_ydata()).any() for line in fig.axes[2].get_lines())
 
 
 def _cell(data, rule, workers, window):

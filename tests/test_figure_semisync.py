@@ -50,3 +50,27 @@ def test_committed_data_claims():
         k = data["quorum"][w]
         expected = config["horizon"] / np.sum(1.0 / np.arange(n - k + 1, n + 1))
         assert abs(data["updates"][K_OF_N, w].mean() / expected - 1) < 0.05
+
+
+def test_a_point_that_missed_the_target_is_marked_at_the_top_edge():
+    # the committed data with every seed of synchronous SGD at the largest n missing the
+    # target: its median time is ∞, drawn as an open marker at the top edge of the panel
+    from asynclab.plot.semisync import plot_semisync
+
+    data, config = studies.load(COMMITTED)
+    data = dict(data, seconds_to_target=data["seconds_to_target"].copy())
+    data["seconds_to_target"][SYNC, -1] = np.inf
+    fig = plot_semisync(data, config=config)
+    time_panel = fig.axes[0]
+    marks = [line for line in time_panel.get_lines() if line.get_mfc() == "none"]
+    assert len(marks) == 1
+    x, y = marks[0].get_data()
+    assert list(x) == [data["workers"][-1]] and 0.95 < y[0] <= 1.0
+    assert marks[0].get_transform() == time_panel.get_xaxis_transform()
+    legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert "did not reach the target" in legend
+    # the committed data: every median reached it, nothing marked, no such entry
+    fig = plot_semisync(studies.load(COMMITTED)[0], config=config)
+    assert not [line for line in fig.axes[0].get_lines() if line.get_mfc() == "none"]
+    assert "did not reach the target" not in [t.get_text() for t in
+                                              fig.axes[1].get_legend().get_texts()]

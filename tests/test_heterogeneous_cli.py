@@ -25,7 +25,7 @@ def test_run_with_a_time_scale_is_the_python_run(capsys):
     out = _json(capsys, [*argv, "--time-scale", ",".join(map(str, SCALES))])
     want = asynclab.run("beale", "async_diloco", cluster=Cluster(4, time_scale=SCALES),
                         local_steps=4, commits=30, noise=1.0, dynamic=True)
-    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params))
     # DyLU's speeds are the cluster's, v_k = 1 / s_k (worker 3: 4 · 1/5.7 -> 1 step)
     np.testing.assert_allclose(out["hyperparameters"]["speeds"], 1 / np.array(SCALES))
     homogeneous = _json(capsys, argv)
@@ -38,7 +38,7 @@ def test_heterogeneous_draws_the_python_multipliers(capsys):
                          "--noise", "1", "--heterogeneous", "0.8", "--json"])
     cluster = Cluster(5, time_scale=heterogeneous(5, 0.8))
     want = asynclab.run("beale", "downpour", cluster=cluster, commits=40, noise=1.0)
-    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params))
     trace = simulate_async(cluster, commits=40, rng=0)
     np.testing.assert_array_equal(want.worker[0], trace.worker)
 

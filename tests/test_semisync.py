@@ -95,6 +95,50 @@ def test_stale_commits_count_in_the_round_in_which_they_arrive():
     np.testing.assert_allclose(trace.time, [2, 3, 4, 5])
 
 
+def test_stale_commits_are_stale_by_the_rounds_they_missed():
+    # the schedule above, worked out by hand: a worker pulls after each round it counts
+    # in. Worker 1 counts in round 2 from its start (missed round 1): τ = 1; worker 2
+    # pulled after round 1 and counts in round 3: τ = 1; worker 3 counts in round 4 from
+    # its start: τ = 3. -1: did not count.
+    trace = simulate_sync(_constant([1, 3, 2, 5]), rounds=4,
+                          semisync=SemiSync(quorum=2, late="stale"))
+    np.testing.assert_array_equal(trace.staleness, [[0, -1, 0, -1], [0, 1, -1, -1],
+                                                    [0, -1, 1, -1], [0, -1, -1, 3]])
+    assert trace.staleness.dtype == np.int32
+    # discarded late work: every worker pulls every round, a counted commit is fresh
+    discard = simulate_sync(_constant([1, 3, 2, 5]), rounds=4, semisync=SemiSync(quorum=2))
+    np.testing.assert_array_equal(discard.staleness, np.where(discard.counted, 0, -1))
+    # plain rounds: everyone counts, fresh
+    plain = simulate_sync(_constant([1, 3, 2, 5]), rounds=3)
+    np.testing.assert_array_equal(plain.staleness, np.zeros((3, 4)))
+
+
+def test_one_of_n_stale_rounds_have_the_staleness_of_asynchronous_commits():
+    # K = 1 with late work counting later is asynchronous SGD on the same schedule
+    # (test_one_of_n_with_stale_work_is_asynchronous_sgd): each round's one counted
+    # commit is stale by what the asynchronous simulator counts, t − pulled_clock
+    cluster = Cluster(workers=5, compute=EXPONENTIAL, network=Link(latency=0.1))
+    rounds = simulate_sync(cluster, rounds=400, rng=3,
+                           semisync=SemiSync(quorum=1, late="stale"))
+    commits = asynclab.cluster.simulate_async(cluster, commits=400, rng=3)
+    np.testing.assert_array_equal(rounds.staleness.max(axis=1), commits.staleness)
+    assert ((rounds.staleness >= 0).sum(axis=1) == 1).all()
+
+
+@pytest.mark.parametrize("workers,quorum", [(8, 2), (6, 3)])
+def test_mean_staleness_of_stale_k_of_n_rounds_is_n_over_k_minus_one(workers, quorum):
+    # n always-busy workers, K commits per round: a worker's commits counted in rounds
+    # r₁ < r₂ < … are stale by r_i − r_{i−1} − 1, which sums over all commits to
+    # n·R − K·R up to each worker's last few rounds: the mean is n/K − 1 for any
+    # compute-time distribution (K = 1: the asynchronous n − 1)
+    for compute in (EXPONENTIAL, ComputeTime("lognormal", mean=1.0, shape=1.0)):
+        trace = simulate_sync(Cluster(workers=workers, compute=compute), rounds=3000,
+                              rng=1, semisync=SemiSync(quorum=quorum, late="stale"))
+        tau = trace.staleness[trace.staleness >= 0]
+        assert tau.size == quorum * 3000
+        assert abs(tau.mean() - (workers / quorum - 1)) < 0.02
+
+
 def test_time_windows_close_at_the_window_the_mth_commit_or_the_deadline():
     scales = [1, 2, 3, 4]
     # the window: at 2.5 workers 0 and 1 are in
@@ -361,7 +405,13 @@ def test_command_line_runs_the_same_rounds_as_python(capsys):
     out = json.loads(capsys.readouterr().out)
     want = asynclab.run("beale", "synchronous_sgd", workers=4, commits=20, noise=1.0,
                         semisync=SemiSync(quorum=3, late="stale"))
-    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params))
+    # the staleness printed is that of the counted commits (K = 3 of n = 4 per round),
+    # not 0 per round
+    tau = simulate_sync(Cluster(4, EXPONENTIAL), rounds=20, rng=0,
+                        semisync=SemiSync(quorum=3, late="stale")).staleness
+    assert out["staleness_histogram"] == np.bincount(tau[tau >= 0]).tolist()
+    assert sum(out["staleness_histogram"]) == 3 * 20
     for argv, message in ((["--min-count", "2"], "--min-count"),
                           (["--quorum", "5"], "SemiSync.quorum"),
                           (["--window", "1", "--deadline", "0.5"], "SemiSync.deadline"),
@@ -374,6 +424,26 @@ def test_command_line_runs_the_same_rounds_as_python(capsys):
                      *argv])
         assert code == 2
         assert message in capsys.readouterr().err
+
+
+def test_command_line_reports_the_staleness_of_late_commits(capsys):
+    # K = 1 of 4 with late work counting later is asynchronous SGD: the summary's
+    # staleness is that of the asynchronous simulator's commits on the same cluster
+    from asynclab.cli import main
+
+    # (the replay the test above compiles: 20 rounds of 4 workers, noisy)
+    argv = ["run", "--rule", "synchronous_sgd", "--workers", "4", "--quorum", "1", "--late",
+            "stale", "--compute", "exponential", "--commits", "20", "--noise", "1",
+            "--seed", "2"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    commits = asynclab.cluster.simulate_async(Cluster(4, EXPONENTIAL), commits=20, rng=2)
+    assert out["staleness_histogram"] == np.bincount(commits.staleness).tolist()
+    assert out["mean_staleness"] == pytest.approx(commits.staleness.mean())
+    assert commits.staleness.mean() > 1
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert f"mean staleness of the 20 counted commits: {commits.staleness.mean():.3f}" in text
 
 
 def test_command_line_takes_an_adaptive_deadline(capsys):
@@ -389,7 +459,7 @@ def test_command_line_takes_an_adaptive_deadline(capsys):
     want = asynclab.run("beale", "model_averaging", workers=4, commits=20, noise=1.0,
                         semisync=semisync)
     assert want.config["semisync"]["deadline"] == "adaptive"
-    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params)[0])
+    np.testing.assert_array_equal(out["final_params"], np.asarray(want.final_params))
     trace = simulate_sync(Cluster(4, EXPONENTIAL), rounds=20, rng=0, semisync=semisync)
     assert not trace.counted.all()  # the deadline did cut someone
 

@@ -26,8 +26,11 @@ def run_devices(spec: RunSpec, *, checkpoint=None, checkpoint_every: int | None 
 
     Args:
       spec: the prepared run.
-      checkpoint, checkpoint_every, resume, overwrite: the device executor's checkpoint
-        (``"pmap"`` only; see :func:`run_pmap`).
+      checkpoint: the device executor's checkpoint file, or None (``"pmap"`` only, as
+        the next three; see :func:`run_pmap`).
+      checkpoint_every: also write it every this many segments (rounds).
+      resume: continue from ``checkpoint`` if it exists.
+      overwrite: without ``resume``, replace an existing ``checkpoint``.
       progress: progress bar (None: only on a terminal or in a notebook).
 
     Returns:

@@ -22,7 +22,8 @@ the rounds it missed); only the workers that counted pull.
 
 The simulator processes here schedule and record; they do no optimizer arithmetic. The
 round trace records who counted in every round (``RoundTrace.counted``); the replay
-averages over those (:mod:`asynclab.engine`).
+averages over those (:mod:`asynclab.engine`). ``RoundTrace.staleness`` follows from who
+counted and what became of late work (:func:`round_staleness`).
 """
 
 from __future__ import annotations
@@ -188,6 +189,30 @@ class SemiSync:
     def stale(self) -> bool:
         """Whether late work counts in a later round (``late="stale"``)."""
         return self.late == "stale"
+
+
+def round_staleness(counted, late: str | None, rounds: int, workers: int) -> np.ndarray:
+    """int32 ``(rounds, workers)``: the staleness of each worker's commit counted in each
+    round, the rounds applied between the worker's pull of the centre it computed from and
+    the round its commit counts in; -1 where the worker did not count.
+
+    ``counted`` None (plain rounds): every worker counts, stale by 0. ``late="discard"``:
+    every worker pulls the new centre after every round and works for the round then open,
+    so a counted commit is stale by 0. ``late="stale"``: a worker pulls only after a round
+    it counted in, so a commit counted in round r by a worker whose previous counted round
+    was p (−1: none, it computed from the initial centre) is stale by r − p − 1, the rounds
+    it missed.
+    """
+    if counted is None:
+        return np.zeros((rounds, workers), np.int32)
+    counted = np.asarray(counted, bool)
+    if late != "stale":
+        return np.where(counted, 0, -1).astype(np.int32)
+    index = np.arange(counted.shape[0])[:, None]
+    mine = np.where(counted, index, -1)  # the round of each counted commit
+    before = np.vstack([np.full((1, counted.shape[1]), -1), mine[:-1]])
+    previous = np.maximum.accumulate(before, axis=0)  # the last round counted before r
+    return np.where(counted, index - previous - 1, -1).astype(np.int32)
 
 
 def check_semisync(semisync) -> SemiSync | None:

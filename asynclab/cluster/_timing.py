@@ -408,6 +408,40 @@ class Cluster:
         """Time for one commit or pull message to cross :attr:`network`."""
         return self.network.transfer_time(self.message_bytes)
 
+    def describe(self) -> dict:
+        """A JSON-able description of every setting (for a result's configuration):
+        ``compute`` (:meth:`ComputeTime.describe`), ``time_scale`` (a list, or None),
+        ``stragglers`` (one dict each), ``network`` (latency, bandwidth — None when
+        unlimited —, message bytes and the resulting transfer time), ``server`` (the
+        service time's distribution, mean and shape; ``"constant"`` for a number),
+        ``groups`` (group size, intra-group time) and ``failures`` (None; ``mtbf`` and
+        ``mttr``; or the ``schedule`` of ``[worker, down_at, up_at]``)."""
+        server = self.server_time
+        availability = self.availability
+        if availability is None:
+            failures = None
+        elif availability.random:
+            failures = {"mtbf": availability.mtbf, "mttr": availability.mttr}
+        else:
+            failures = {"schedule": [[int(k), float(down), float(up)]
+                                     for k, down, up in availability.schedule]}
+        return {
+            "compute": self.compute.describe(),
+            "time_scale": None if self.time_scale is None else list(self.time_scale),
+            "stragglers": [dataclasses.asdict(s) for s in self.stragglers],
+            "network": {"latency": self.network.latency,
+                        "bandwidth": (None if math.isinf(self.network.bandwidth)
+                                      else self.network.bandwidth),
+                        "message_bytes": self.message_bytes,
+                        "transfer_time": self.transfer_time},
+            "server": (server.describe() if isinstance(server, ComputeTime)
+                       else {"distribution": "constant", "mean": float(server),
+                             "shape": None}),
+            "groups": {"group_size": self.group_size,
+                       "intra_group_time": self.intra_group_time},
+            "failures": failures,
+        }
+
 
 def heterogeneous(workers: int, spread: float, rng=None) -> tuple[float, ...]:
     """Draws per-worker compute-time multipliers for :attr:`Cluster.time_scale`.

@@ -11,6 +11,7 @@ import numpy as np
 
 from ._activity import Activity
 from ._availability import Failures
+from ._rounds import round_staleness
 
 #: The kinds of events a trace holds (``trace.kind``): what an executor must do at each.
 #: Asynchronous commits, one worker each (windows one for all or one per worker):
@@ -104,6 +105,8 @@ class RoundTrace(NamedTuple):
         counted in a later round; only the workers that counted pulled). None otherwise.
       activity: what every worker did when, an :class:`Activity`
         (``simulate_sync(..., activity=True)``); None otherwise.
+      staleness: (a property, from ``counted`` and ``late``) int32 ``(R, n)``, the
+        staleness of each worker's counted commit per round, -1 where it did not count.
       failures: the failures the run reached (:class:`~asynclab.cluster.Failures`), for
         a cluster with :attr:`~asynclab.cluster.Cluster.availability`; None otherwise.
         A round waits for a worker that is down; the worker redoes its lost phase from
@@ -132,6 +135,16 @@ class RoundTrace(NamedTuple):
         if self.counted is None:
             return ROUNDS
         return ROUNDS_STALE if self.late == "stale" else ROUNDS_DISCARD
+
+    @property
+    def staleness(self) -> np.ndarray:
+        """int32 ``(R, n)``: the staleness of each worker's commit counted in each round,
+        the rounds applied since the worker pulled the centre it computed from; -1 where
+        it did not count. 0 wherever counted for plain rounds and ``late="discard"``;
+        with ``late="stale"`` a late commit is stale by the rounds it missed. Follows
+        from ``counted`` and ``late`` ;
+        the replay reads ``counted``, not this."""
+        return round_staleness(self.counted, self.late, self.n_events, self.n_workers)
 
 
 def rejoin_events(trace: Trace) -> tuple[np.ndarray, np.ndarray]:

@@ -511,12 +511,15 @@ def prepare(
         built_rule, built_problem, workers=n_workers, seeds=seed_list, noise=noise, init=init,
         problem=problem_name,
         problem_options=given_options,
-        **({} if built_cluster is None else {"compute": built_cluster.compute.describe(),
+        # every cluster setting that shapes the schedules: compute, heterogeneity,
+        # stragglers, network, server, groups, failures (Cluster.describe)
+        **({} if built_cluster is None else {**built_cluster.describe(),
                                              "cluster": repr(built_cluster)}),
         commits=commits,
         horizon=horizon,
         start=None if start is None else [float(v) for v in start],
         trace_per_seed=bool(trace_per_seed),
+        record_every=record_every,  # None: the replay's default (see defaults_used)
         **({} if semisync is None else {"semisync": dataclasses.asdict(semisync)}),
         **({} if backend == "sim" else {"backend": backend}),
         diverged_above=diverged_above,

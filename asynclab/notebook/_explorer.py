@@ -13,6 +13,7 @@ so it works the same in Jupyter and in a served page).
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import math
@@ -95,13 +96,46 @@ def _slider(kind, low, high, step, value, description):
                                continuous_update=False, readout_format=".4g")
 
 
-def rule_controls(rule: str) -> dict[str, widgets.Widget]:
+def _divisors(workers: int) -> tuple[int, ...]:
+    """The group sizes a cluster of ``workers`` workers can be cut into: the divisors of
+    ``workers``, smallest first."""
+    workers = _validate.count(workers, "workers")
+    return tuple(m for m in range(1, workers + 1) if workers % m == 0)
+
+
+@functools.cache
+def _between_rules() -> tuple[str, ...]:
+    """The asynchronous rules ``mixed`` can run between its groups (its ``between``), in
+    the registry's order: the rules its factory accepts, asked of the factory itself so
+    that the choice follows the rule's own check."""
+    factory = RULES["mixed"].factory
+
+    def accepted(name):
+        try:
+            factory(learning_rate=1e-3, between=name)
+        except ConfigError:
+            return False
+        return True
+
+    return tuple(name for name in RULES if accepted(name))
+
+
+def _group_size_choice(workers: int, value: int) -> int:
+    """``value`` if it divides ``workers``, else the largest divisor below it (1 at
+    least): the group size a change of the worker count keeps."""
+    return max(m for m in _divisors(workers) if m <= max(int(value), 1))
+
+
+def rule_controls(rule: str, workers: int = 4) -> dict[str, widgets.Widget]:
     """One control per hyperparameter of ``rule`` that is not a run-level setting
-    (η, λ, n): sliders for traced numbers, a drop-down for the inner optimizer,
-    checkboxes, integer boxes and text for other static switches. Values start at the
-    rule's declared defaults."""
+    (η, λ, n): sliders for traced numbers, drop-downs for the inner optimizer, ``mixed``'s
+    group size (the divisors of ``workers``) and the rule it runs between groups,
+    checkboxes, integer boxes and text for other static switches. Values start at the rule's
+    declared defaults (a group size that does not divide ``workers``: the largest
+    divisor below it)."""
     if not isinstance(rule, str) or rule not in RULES:
         raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
+    workers = _validate.count(workers, "workers")
     info = RULES[rule]
     controls = {}
     for h in info.hyperparameters:
@@ -111,13 +145,20 @@ def rule_controls(rule: str) -> dict[str, widgets.Widget]:
         if h.name == "inner":
             control = widgets.Dropdown(options=inner_optimizers(rule), value=h.default,
                                        description="inner optimizer", style=_STYLE)
+        elif h.name == "group_size":
+            control = widgets.Dropdown(options=_divisors(workers),
+                                       value=_group_size_choice(workers, h.default),
+                                       description=label, style=_STYLE)
+        elif h.name == "between":
+            control = widgets.Dropdown(options=_between_rules(), value=h.default,
+                                       description=label, style=_STYLE)
         elif h.static:
             if isinstance(h.default, bool):
                 control = widgets.Checkbox(value=h.default, description=label, style=_STYLE)
             elif isinstance(h.default, int):
                 control = widgets.BoundedIntText(value=h.default, min=1, max=1000,
                                                  description=label, style=_STYLE)
-            else:
+            else:  # a string switch of a rule declared elsewhere: its factory checks it
                 control = widgets.Text(value=str(h.default), description=label,
                                        style=_STYLE, continuous_update=False)
         elif h.name in _RANGES:
@@ -310,8 +351,11 @@ class Explorer:
             "timeline": self.figure.add_subplot(grid[1, 1]),
         }
 
-        for control in c.values():
-            control.observe(self._on_change, names="value")
+        # a change of the rule or of n first rebuilds the controls that depend on it (the
+        # rule's own; the straggler's worker and mixed's group size), then runs once
+        for name, control in c.items():
+            if name not in ("rule", "workers"):
+                control.observe(self._on_change, names="value")
         c["rule"].observe(self._on_rule, names="value")
         c["workers"].observe(self._on_workers, names="value")
         c["distribution"].observe(self._on_distribution, names="value")
@@ -346,7 +390,7 @@ class Explorer:
     def _set_rule_controls(self, rule: str) -> None:
         for control in getattr(self, "rule_controls", {}).values():
             control.unobserve(self._on_change, names="value")
-        self.rule_controls = rule_controls(rule)
+        self.rule_controls = rule_controls(rule, workers=self.controls["workers"].value)
         for control in self.rule_controls.values():
             control.observe(self._on_change, names="value")
         info = RULES[rule]
@@ -376,14 +420,21 @@ class Explorer:
 
     def _on_rule(self, change) -> None:
         with self.hold():
-            self._set_rule_controls(change["new"])
             if change["new"] in ONE_WORKER_RULES:
                 self.controls["workers"].value = 1
+            self._set_rule_controls(change["new"])
             self._pending = True
 
     def _on_workers(self, change) -> None:
+        workers = change["new"]
         with self.hold():
-            self.controls["straggler_worker"].max = max(change["new"] - 1, 0)
+            self.controls["straggler_worker"].max = max(workers - 1, 0)
+            group = self.rule_controls.get("group_size")
+            if group is not None:
+                value = _group_size_choice(workers, group.value)
+                group.options = _divisors(workers)
+                group.value = value
+            self._pending = True
 
     def _on_distribution(self, change) -> None:
         # only the lognormal and gamma distributions have a shape

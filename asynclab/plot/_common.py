@@ -45,3 +45,28 @@ def target_quartiles(seconds):
         median = np.median(seconds, axis=-1)
         low, high = np.percentile(seconds, [25, 75], axis=-1)
     return tuple(np.where(np.isfinite(v), v, np.nan) for v in (median, low, high))
+
+
+#: The legend entry of a point that did not reach its target (:func:`mark_missed`).
+MISSED_LABEL = "did not reach the target"
+
+
+def mark_missed(ax, x, values, *, color, marker: str = "o") -> bool:
+    """An open ``marker`` along the top edge of ``ax`` (just inside it, clear of the
+    title) for every ``x`` whose ``values`` is not finite (a median time to a target that
+    most seeds missed), so that the point is seen as missed rather than vanishing; returns
+    whether any point was marked."""
+    missed = ~np.isfinite(np.asarray(values, float))
+    if missed.any():
+        ax.plot(np.asarray(x)[missed], np.full(int(missed.sum()), 0.975), ls="", marker=marker,
+                mfc="none", mec=color, mew=1.5, ms=8, transform=ax.get_xaxis_transform(),
+                clip_on=False, zorder=4)
+    return bool(missed.any())
+
+
+def missed_handle():
+    """The legend entry of :func:`mark_missed`'s marks: an open grey circle."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], ls="", marker="o", mfc="none", mec="0.35", mew=1.5, ms=8,
+                  label=MISSED_LABEL)

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._common import finish, target_quartiles  # noqa: E402
+from ._common import finish, mark_missed, missed_handle, target_quartiles  # noqa: E402
 from ._style import OKABE_ITO, legend_below, plain_log_ticks, styled  # noqa: E402
 
 COLORS = {"synchronous SGD": OKABE_ITO["blue"], "DOWNPOUR": OKABE_ITO["black"],
@@ -39,8 +39,12 @@ def _same_lines(ax, values, labels):
                 transform=ax.transAxes, fontsize=8, color="0.3")
 
 
-def _lines(ax, data, values, labels, band=None):
+def _lines(ax, data, values, labels, band=None, *, mark: bool = False) -> bool:
+    """One line per rule; with ``mark``, a value that is not finite (a median time to
+    target that most seeds missed) is an open marker at the top edge. Returns whether
+    one was marked."""
     x = np.arange(len(data["mtbf"]))
+    missed = False
     for r, rule in enumerate(data["rules"]):
         rule = str(rule)
         ax.plot(x + 0.04 * (r - 2), values[r], marker=MARKERS[rule], ls=DASHES[rule],
@@ -49,13 +53,18 @@ def _lines(ax, data, values, labels, band=None):
             low, high = band[r]
             ax.fill_between(x + 0.04 * (r - 2), low, high, color=COLORS[rule], alpha=0.12,
                             lw=0)
+        if mark:
+            missed |= mark_missed(ax, x + 0.04 * (r - 2), values[r], color=COLORS[rule],
+                                  marker=MARKERS[rule])
+    return missed
 
 
 @styled
 def plot_failures(data: dict, path=None, title: str | None = None, config: dict | None = None):
     """Left: goodput (useful over all gradient evaluations started); middle: useful
     evaluations per device-second; right: simulated seconds to the target loss (median,
-    quartiles), each against the MTBF. One line per rule."""
+    quartiles), each against the MTBF. One line per rule; a median time that did not reach
+    the target is an open marker at the top edge."""
     config = config or {}
     labels = [str(rule) for rule in data["rules"]]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
@@ -69,7 +78,7 @@ def plot_failures(data: dict, path=None, title: str | None = None, config: dict 
     axes[1].set_ylabel("useful gradient evaluations per device-second (mean)")
     axes[1].set_title("synchronous rounds stall while a worker is down", fontsize=10)
     median, low, high = target_quartiles(data["seconds_to_target"])
-    _lines(axes[2], data, median, labels, np.stack([low, high], axis=1))
+    missed = _lines(axes[2], data, median, labels, np.stack([low, high], axis=1), mark=True)
     axes[2].set_yscale("log")
     plain_log_ticks(axes[2], "y")
     target = config.get("target", 0.2)
@@ -77,5 +86,6 @@ def plot_failures(data: dict, path=None, title: str | None = None, config: dict 
     axes[2].set_title("asynchronous rules barely slow down", fontsize=10)
     for ax in axes:
         _mtbf_axis(ax, data["mtbf"])
-    legend_below(axes[1], ncol=5, gap=0.14)
+    handles = axes[1].get_legend_handles_labels()[0] + ([missed_handle()] if missed else [])
+    legend_below(axes[1], ncol=len(handles), gap=0.14, handles=handles)
     return finish(fig, path, title)

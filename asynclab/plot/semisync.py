@@ -9,7 +9,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ._common import finish, log2_axis, target_quartiles  # noqa: E402
+from ._common import (  # noqa: E402
+    finish,
+    log2_axis,
+    mark_missed,
+    missed_handle,
+    target_quartiles,
+)
 from ._style import OKABE_ITO, legend_below, styled  # noqa: E402
 
 COLORS = {"synchronous": OKABE_ITO["blue"], "K-of-n": OKABE_ITO["green"],
@@ -34,8 +40,10 @@ def mode_label(mode: str, config: dict) -> str:
     return "synchronous SGD" if mode == "synchronous" else mode
 
 
-def _time_panel(ax, data, labels, target):
+def _time_panel(ax, data, labels, target) -> bool:
+    """Returns whether a point did not reach the target (marked at the top edge)."""
     n = data["workers"]
+    missed = False
     for m, mode in enumerate(data["modes"]):
         median, low, high = target_quartiles(data["seconds_to_target"][m])
         shown = np.isfinite(median)
@@ -43,10 +51,12 @@ def _time_panel(ax, data, labels, target):
                 color=COLORS[mode], label=labels[m])
         ax.fill_between(n[shown], low[shown], high[shown], color=COLORS[mode], alpha=0.15,
                         lw=0)
+        missed |= mark_missed(ax, n, median, color=COLORS[mode], marker=MARKERS[mode])
     log2_axis(ax, n)
     ax.set_yscale("log")
     ax.set_xlabel("workers $n$")
     ax.set_ylabel(f"simulated seconds to loss {target:g} (median, quartiles)")
+    return missed
 
 
 def _final_panel(ax, data, labels):
@@ -76,7 +86,8 @@ def _curve_panel(ax, data, labels, shown, target):
 def plot_semisync(data: dict, path=None, title: str | None = None, config: dict | None = None):
     """Left: simulated seconds to the target loss against n; middle: the loss at the
     horizon against n; right: the loss over simulated time at one n (``config["shown"]``,
-    else the largest n). One line per mode."""
+    else the largest n). One line per mode; a median time that did not reach the target is
+    an open marker at the top edge."""
     config = config or {}
     target = float(config.get("target", 0.2))
     shown = int(config.get("shown", int(data["workers"].max())))
@@ -84,11 +95,12 @@ def plot_semisync(data: dict, path=None, title: str | None = None, config: dict 
         shown = int(data["workers"].max())
     labels = [mode_label(str(mode), config) for mode in data["modes"]]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
-    _time_panel(axes[0], data, labels, target)
+    missed = _time_panel(axes[0], data, labels, target)
     axes[0].set_title("time to target: slow rounds wait for stragglers", fontsize=10)
     _final_panel(axes[1], data, labels)
     axes[1].set_title("final error: stale and few gradients are noisy", fontsize=10)
     _curve_panel(axes[2], data, labels, shown, target)
     axes[2].set_title(f"loss over simulated time, $n$ = {shown}", fontsize=10)
-    legend_below(axes[1], ncol=3, gap=0.14)
+    handles = axes[1].get_legend_handles_labels()[0] + ([missed_handle()] if missed else [])
+    legend_below(axes[1], ncol=3, gap=0.14, handles=handles)
     return finish(fig, path, title)

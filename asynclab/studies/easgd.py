@@ -101,9 +101,14 @@ class Config:
 
     @classmethod
     def quick(cls) -> Config:
-        return cls(rounds=3_000, map_local_steps=(1, 64), map_elasticities=(15.0, 33.0),
-                   map_exchanges=300, map_seeds=tuple(range(8)), check_workers=(),
-                   stability_workers=(4, 16),
+        """Fewer rounds, exchanges, seeds and grid points; every panel still drawn: the map
+        over three λ × five ρ (every other ρ of the full grid), the worker-count check for
+        n ∈ {1, 2}, the stability region for every p of the full build."""
+        full = cls()
+        return cls(rounds=3_000, map_local_steps=(1, 8, 64),
+                   map_elasticities=full.map_elasticities[::2],
+                   map_exchanges=300, map_seeds=tuple(range(8)), check_workers=(1, 2),
+                   stability_workers=full.stability_workers,
                    stability_steps=tuple(float(v) for v in np.geomspace(0.02, 4, 8)),
                    stability_elasticities=tuple(float(v) for v in
                                                 np.geomspace(1e-3, 100, 16)),

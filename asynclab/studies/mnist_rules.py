@@ -67,7 +67,9 @@ class Config:
 
     @classmethod
     def quick(cls) -> Config:
-        return cls(workers=(20,), windows=(15,), gradient_steps=1200, records=40, seeds=2,
+        """One n, both λ (every panel drawn: the final accuracy at each λ, and λ = 1
+        reaches the target within the budget), fewer evaluations, records and seeds."""
+        return cls(workers=(20,), windows=(1, 15), gradient_steps=1200, records=40, seeds=2,
                    probe_workers=20, probe_commits=40, probe_seeds=1)
 
 
