@@ -16,7 +16,7 @@ import argparse
 
 from .. import ConfigError, _validate
 from .._names import DISTRIBUTIONS, INITS, LATE
-from . import _types
+from . import _own, _types
 
 #: Seeds one run may have on the command line.
 MAX_SEEDS = 10**7
@@ -62,7 +62,8 @@ def add_problem(p: argparse.ArgumentParser) -> None:
     """The problem and its options: ``--problem``, ``--dim``, ``--condition``, and the
     data problems' ``--model``, ``--batch-size``, ``--shards``."""
     _help_later(p.add_argument("--problem", default="beale", help="problem"),
-                lambda: f"problem: {_problem_names()}")
+                lambda: f"problem: {_problem_names()}; {_own.HELP} (a Problem, or a "
+                "function returning one)")
     _help_later(p.add_argument("--dim", type=_types.count(1), default=None,
                                help="dimension"),
                 lambda: f"dimension ({', '.join(_problems_with('dim'))}; default: the "
@@ -83,6 +84,15 @@ def add_problem(p: argparse.ArgumentParser) -> None:
 
 
 def _problem_options(args) -> dict:
+    if _own.is_own(args.problem):  # one's own problem is built already
+        given = [flag for flag in ("--dim", "--condition", "--model", "--batch-size",
+                                   "--shards") if getattr(args, flag[2:].replace("-", "_"))
+                 is not None]
+        if given:
+            raise ConfigError(f"{given[0]} builds a registered problem; --problem "
+                              f"{args.problem} is built by your code (give it the option "
+                              "there)")
+        return {}
     nets = _problems_with("model")
     options = {}
     data = args.problem in nets
@@ -112,7 +122,9 @@ def _problem_options(args) -> dict:
 
 def add_rule(p: argparse.ArgumentParser, *, learning_rate: bool = True) -> None:
     """The rule: ``--rule``, ``--param``, ``--local-steps`` (and ``--learning-rate``)."""
-    p.add_argument("--rule", default="downpour", help="update rule (see `asynclab rules`)")
+    p.add_argument("--rule", default="downpour",
+                   help=f"update rule (see `asynclab rules`); {_own.HELP} (a rule declared "
+                   "with asynclab.rules.declare, or a Rule)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="a rule hyperparameter, e.g. --param gamma=1e-4 (repeatable; see "
                    "`asynclab rules`)")
@@ -530,14 +542,18 @@ def prepare_options(args, *, backend: str = "sim") -> dict:
         workers = None  # the device count decides
     else:
         workers = default_workers(args)
-    options = {"rule": args.rule, "local_steps": args.local_steps, **rule_params}
+    rule = _own.own_rule(args.rule) if _own.is_own(args.rule) else args.rule
+    options = {"rule": rule, "local_steps": args.local_steps, **rule_params}
     if backend != "threads":
         workers, fields = cluster_options(args, workers)
         options["cluster"] = fields
     options["workers"] = workers
     options["seeds"] = seeds(args)
     if "problem" in has:
-        options.update(problem=args.problem, problem_options=_problem_options(args))
+        problem_options = _problem_options(args)
+        problem = (_own.own_problem(args.problem) if _own.is_own(args.problem)
+                   else args.problem)
+        options.update(problem=problem, problem_options=problem_options or None)
     if "learning_rate" in has:
         options["learning_rate"] = args.learning_rate
     if "noise" in has:

@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=sweep_command)
     add_trace_parser(sub)
     p = sub.add_parser("rules", help="list the update rules", formatter_class=Help)
+    p.add_argument("--import", dest="imports", action="append", default=None,
+                   metavar="FILE.py|MODULE",
+                   help="also list the rules this file or module of yours declares "
+                   "(imported: its code runs; repeatable)")
     p.set_defaults(func=_rules)
     p = sub.add_parser("demo", help="a demonstration run: summary + plot",
                        formatter_class=Help)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 def _rules(args) -> int:
     from ..rules import RULES
+    from ._own import load
+
+    for source in getattr(args, "imports", None) or ():
+        load(source, "--import")
 
     width = max(len(name) for name in RULES)
     print("hyperparameters marked * are static (a new value compiles a new replay); the "

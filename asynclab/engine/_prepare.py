@@ -127,6 +127,11 @@ def _rule(rule, learning_rate, local_steps, hyperparameters, groups: int,
         if hyperparameters:
             raise ConfigError("hyperparameters go into the rule you built; pass a rule name "
                               "to have it built with them")
+        given = [name for name, value in (("learning_rate", learning_rate),
+                                          ("local_steps", local_steps)) if value is not None]
+        if given:
+            raise ConfigError(f"{given[0]}: the rule given is built already (with its own "
+                              f"{given[0]}); pass a rule name to have it built with one")
         return rule
     if rule not in RULES:
         raise ConfigError(f"unknown rule {rule!r}; available: {', '.join(RULES)}")
@@ -462,7 +467,7 @@ def prepare(
                           f"workers={n_workers} != {len(device_list) * group_size}{per}")
     built_problem, given_options = _problem(problem, problem_options, n_workers, start)
     defaulted = learning_rate is None and isinstance(rule, str)
-    if learning_rate is None:
+    if defaulted:
         learning_rate = built_problem.learning_rate
     built_rule = _rule(rule, learning_rate, local_steps, hyperparameters,
                        n_workers // group_size, built_cluster)
