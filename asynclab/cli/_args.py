@@ -382,27 +382,29 @@ def _check_model(args) -> None:
 def _check_outputs(args) -> None:
     """Every output file, before any work: writable, not an existing file unless
     --overwrite (or --resume for the checkpoint), no two flags naming one file."""
-    _validate.distinct_outputs({"--save": args.save, "--plot": args.plot,
-                                "--checkpoint": args.checkpoint})
+    from .. import _files
+
+    _files.distinct_outputs({"--save": args.save, "--plot": args.plot,
+                             "--checkpoint": args.checkpoint})
     if args.save is not None:
-        _validate.output_path(args.save, "--save", suffixes=(".npz",),
-                              overwrite=args.overwrite, kind="result")
+        _files.output_path(args.save, "--save", kind="result", suffixes=(".npz",),
+                           overwrite=args.overwrite)
     if args.plot is not None:
-        _validate.output_path(args.plot, "--plot", suffixes=_validate.plot_formats(),
-                              overwrite=args.overwrite)
+        _files.output_path(args.plot, "--plot", kind="figure", overwrite=args.overwrite)
     if args.checkpoint is not None:
         resuming = args.resume and _exists(args.checkpoint)
-        if resuming:
-            _validate.input_file(args.checkpoint, "--checkpoint")
-        _validate.output_path(args.checkpoint, "--checkpoint",
-                              overwrite=args.overwrite or resuming,
-                              kind=None if resuming else "checkpoint")
+        if resuming:  # read and checked as a checkpoint of this run before any work
+            path = _files.input_file(args.checkpoint, "--checkpoint")
+            _files.writable_folder(path.parent, "--checkpoint", for_file=path)
+        else:
+            _files.output_path(args.checkpoint, "--checkpoint", kind="checkpoint",
+                               overwrite=args.overwrite)
 
 
 def _exists(path) -> bool:
-    from pathlib import Path
+    from .. import _files
 
-    return Path(path).exists()
+    return _files.local_path(path, "--checkpoint").exists()
 
 
 def _compute(args):

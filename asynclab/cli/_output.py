@@ -149,11 +149,11 @@ def strict_json(out: dict) -> str:
 
 def _report(args, result, problem, extra=None) -> None:
     if args.save:
-        result.save(args.save)
+        result.save(args.save, overwrite=args.overwrite)
     if args.plot:
         from ..plot import plot_run
 
-        plot_run(result, problem, args.plot)
+        plot_run(result, problem, args.plot, overwrite=args.overwrite)
     if args.json:
         print(strict_json({**summary(result, problem), **(extra or {})}))
         return

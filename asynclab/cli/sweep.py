@@ -58,8 +58,10 @@ def _sweep(args) -> int:
                           f"time_to_accuracy, not {args.score} (a mean over the seeds)")
     _check_model(args)
     if args.save is not None:
-        _validate.output_path(args.save, "--save", suffixes=(".npz",),
-                              overwrite=args.overwrite, kind="result")
+        from .. import _files
+
+        _files.output_path(args.save, "--save", kind="result", suffixes=(".npz",),
+                           overwrite=args.overwrite)
     problem = get_problem(args.problem, **_problem_options(args))
     if args.score == "success_rate" and args.target is None and problem.success_radius is None:
         raise ConfigError(f"--score success_rate on {args.problem} needs --target LOSS (a net "
@@ -80,7 +82,7 @@ def _sweep(args) -> int:
                    **_simulation_options(args),
                    **({} if semisync is None else {"semisync": semisync}))
     if args.save:
-        result.save(args.save)
+        result.save(args.save, overwrite=args.overwrite)
     values = scores(result, args.score, target=args.target, problem=problem)
     best = best_point(result, values, args.score)
     points = []

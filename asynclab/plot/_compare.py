@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import _files
 from .._errors import ConfigError
+from ._common import checked_path
 
 METRICS = ("loss", "accuracy", "validation_loss")
 AGAINST = ("time", "commits")
@@ -51,9 +53,10 @@ def series(result, metric: str = "loss", against: str = "time", points: int = 20
     return x, held
 
 
+@_files.writes("figure")
 def compare(results: Sequence, labels: Sequence[str] | None = None, *,
             metric: str = "loss", against: str = "time", band: tuple[float, float] = (0.25, 0.75),
-            ax=None, path=None):
+            ax=None, path=None, overwrite: bool = False):
     """Draw several results in one panel: for each, the median over its seeds and a band
     between two quantiles (the quartiles by default).
 
@@ -67,6 +70,9 @@ def compare(results: Sequence, labels: Sequence[str] | None = None, *,
       band: the quantiles bounding the shaded band (``None``: no band).
       ax: an axes to draw on (default: a new figure).
       path: where to write the PNG (None: do not write).
+      overwrite: replace an existing file at ``path`` (only a picture of the
+        format its name says); without it an existing file is a ConfigError, before
+        anything is drawn.
 
     Returns:
       The matplotlib axes.
@@ -75,6 +81,7 @@ def compare(results: Sequence, labels: Sequence[str] | None = None, *,
     accuracy), so that a median over seeds is a median over all of them;
     the legend says how many of each result's runs diverged.
     """
+    path = checked_path(path, overwrite)  # checked before any drawing
     results = list(results)
     if not results:
         raise ConfigError("compare needs at least one result")
@@ -118,7 +125,7 @@ def compare(results: Sequence, labels: Sequence[str] | None = None, *,
                      fontsize="medium")
     ax.legend(loc="best", fontsize="small")
     if path is not None:
-        ax.figure.savefig(path, dpi=150)
+        _files.save_figure(ax.figure, path, "path", overwrite=overwrite, dpi=150)
     return ax
 
 

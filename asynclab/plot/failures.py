@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -52,10 +55,13 @@ def _lines(ax, data, values, labels, band=None):
 
 
 @styled
-def plot_failures(data: dict, path=None, title: str | None = None, config: dict | None = None):
+@_files.writes("figure")
+def plot_failures(data: dict, path=None, title: str | None = None, config: dict | None = None, *,
+                  overwrite: bool = False):
     """Left: goodput (useful over all gradient evaluations started); middle: useful
     evaluations per device-second; right: simulated seconds to the target loss (median,
     quartiles), each against the MTBF. One line per rule."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     config = config or {}
     labels = [str(rule) for rule in data["rules"]]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
@@ -78,4 +84,4 @@ def plot_failures(data: dict, path=None, title: str | None = None, config: dict 
     for ax in axes:
         _mtbf_axis(ax, data["mtbf"])
     legend_below(axes[1], ncol=5, gap=0.14)
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)
