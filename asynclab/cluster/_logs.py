@@ -83,6 +83,11 @@ class StepLog(NamedTuple):
         """``(n,)`` rows per worker."""
         return np.bincount(self.worker, minlength=self.n_workers)
 
+    def rows(self, worker: int) -> slice:
+        """The rows of ``worker`` (they are contiguous: rows are sorted by worker)."""
+        low, high = np.searchsorted(self.worker, [worker, worker + 1])
+        return slice(int(low), int(high))
+
     def durations(self, worker: int, *, communication: bool = True) -> np.ndarray:
         """The time each available step of ``worker`` took, in order.
 
@@ -91,7 +96,7 @@ class StepLog(NamedTuple):
         is added to the worker's next available step (the worker was away, then
         computed), so no time is lost and no update is invented.
         """
-        rows = self.worker == worker
+        rows = self.rows(worker)
         time = self.compute[rows].copy()
         if communication and self.communication is not None:
             time += self.communication[rows]
@@ -107,9 +112,9 @@ class StepLog(NamedTuple):
 
     def compute_times(self, worker: int) -> np.ndarray:
         """The compute seconds of ``worker``'s available steps, in order (for fitting)."""
-        rows = self.worker == worker
+        rows = self.rows(worker)
         if self.available is not None:
-            rows &= self.available
+            return self.compute[rows][self.available[rows]]
         return self.compute[rows]
 
     def end(self) -> np.ndarray:
@@ -292,7 +297,9 @@ def _numbers(path, header, body, name, *, kind=float, blank_ok=False) -> np.ndar
     if isinstance(body, np.ndarray):  # parsed by numpy: only the integer check is left
         out = np.ascontiguousarray(body[:, j])  # a view of a column-major table
         if kind is int:
-            bad = ~(np.isfinite(out) & (out == np.round(out)))
+            with np.errstate(invalid="ignore"):  # NaN and inf: no integer (flagged below)
+                whole = out.astype(np.int64)
+            bad = whole != out  # NaN, inf, fractions and integers beyond 2**63
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
                 raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {float(out[i]):g} is "
@@ -423,7 +430,7 @@ def _long(path, header, body) -> StepLog:
     dup = {h for h in header if header.count(h) > 1}
     if dup:
         raise ConfigError(f"{path}: column(s) {', '.join(sorted(dup))} appear more than once")
-    lines = np.arange(len(body)) + 2
+    lines = np.arange(2, len(body) + 2)
     worker = _numbers(path, header, body, "worker", kind=int)
     step = _numbers(path, header, body, "step", kind=int)
     start = _numbers(path, header, body, "start")
