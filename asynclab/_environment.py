@@ -31,6 +31,12 @@ from ._errors import ConfigError
 _TRANSLATED: list[bool] = []
 
 
+def platforms(raw: str) -> str:
+    """``JAX_PLATFORMS`` as JAX reads it: lower case, no spaces, no empty entries
+    (``" CPU, "`` is ``"cpu"``; ``""`` means JAX's own choice)."""
+    return ",".join(p.strip().lower() for p in raw.split(",") if p.strip())
+
+
 def translate() -> None:
     """Make the variables JAX reads at import what it takes; once per process, before
     JAX starts (where JAX was imported already, its setting is updated too)."""
@@ -40,7 +46,7 @@ def translate() -> None:
     raw = os.environ.get("JAX_PLATFORMS")
     if raw is None:
         return
-    clean = ",".join(p.strip().lower() for p in raw.split(",") if p.strip())
+    clean = platforms(raw)
     if clean == raw:
         return
     if clean:
@@ -88,7 +94,7 @@ def prepare_matplotlib() -> None:
         raise
 
 
-#: ASCII names for the symbols the command line prints (others become ``?``).
+#: ASCII names for the symbols the command line prints (see :func:`ascii_name`).
 ASCII_NAMES = {
     "λ": "lambda", "σ": "sigma", "τ": "tau", "η": "eta", "μ": "mu", "ρ": "rho",
     "γ": "gamma", "α": "alpha", "β": "beta", "ε": "epsilon", "κ": "kappa", "θ": "theta",
@@ -102,11 +108,23 @@ ASCII_NAMES = {
 }
 
 
+def ascii_name(character: str) -> str:
+    """The ASCII a stream that cannot encode ``character`` writes instead: its name in
+    :data:`ASCII_NAMES`, else its compatibility decomposition without accents (``₁``:
+    ``1``, ``é``: ``e``), else ``?``."""
+    if character in ASCII_NAMES:
+        return ASCII_NAMES[character]
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", character).encode("ascii", "ignore").decode()
+    return plain or "?"
+
+
 def _ascii_names(error: UnicodeError):
     if not isinstance(error, UnicodeEncodeError):
         raise error
     text = error.object[error.start:error.end]
-    return "".join(ASCII_NAMES.get(c, "?") for c in text), error.end
+    return "".join(ascii_name(c) for c in text), error.end
 
 
 codecs.register_error("asynclab-ascii", _ascii_names)

@@ -80,6 +80,9 @@ _HEAD = 1 << 16
 def plot_formats() -> tuple[str, ...]:
     """File extensions matplotlib can write (``.png``, ``.pdf``, ``.svg``, ...) without a
     LaTeX installation (``.pgf`` needs one to lay out its text, so it is not offered)."""
+    from .. import _environment
+
+    _environment.prepare_matplotlib()  # an unknown MPLBACKEND must not fail the import
     from matplotlib.backend_bases import FigureCanvasBase
 
     return tuple(f".{ext}" for ext in sorted(FigureCanvasBase.get_supported_filetypes())
