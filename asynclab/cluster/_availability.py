@@ -252,8 +252,8 @@ def read_availability(path) -> Availability:
     The file is CSV, one outage per row: ``worker,down_at,up_at`` (seconds; ``inf`` for a
     worker that never comes back). Blank lines, lines starting with ``#`` and a first
     line that is not numbers (a header) are skipped. It is read as UTF-8 (a byte-order
-    mark is dropped; gzip is recognised by its first bytes) and may hold at most
-    :data:`AVAILABILITY_BYTES` of text.
+    mark is dropped; gzip is recognised by its first bytes) and may hold at most 64 MB
+    of text.
 
     Args:
       path: the file.

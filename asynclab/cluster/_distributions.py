@@ -115,10 +115,10 @@ def fit_distribution(times, family: str, *, bootstrap: int = 200, seed: int = 0,
     refitted; the standard error of a parameter is the standard deviation of its
     refits. (The shifted exponential's shift is a boundary estimate, the sample minimum,
     for which the usual Fisher-information formula does not hold; the bootstrap does.)
-    More than :data:`BOOTSTRAP_SIZE` times are bootstrapped at that size, and the spreads
-    scaled to the sample's (by sqrt(m / n); the shift's by m / n); more than
-    :data:`FIT_SIZE` are fitted on that many, evenly spaced: a log of millions of steps
-    is fitted in about the time of one of a hundred thousand.
+    More than 5,000 times are bootstrapped at that size, and the spreads scaled to the
+    sample's (by sqrt(m / n); the shift's by m / n); more than 200,000 are fitted on that
+    many, evenly spaced: a log of millions of steps is fitted in about the time of one of
+    a hundred thousand.
 
     Args:
       times: step times in seconds, finite and > 0, at least 10.
