@@ -226,12 +226,16 @@ def _parse_numbers(stream, header: list[str]) -> np.ndarray | None:
                     strings_can_be_null=False, quoted_strings_can_be_null=False))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return None
-        # one copy, column by column (the columns are then contiguous for the checks)
+        # one copy, column by column (the columns are then contiguous for the checks),
+        # from each chunk's data buffer (Array.to_numpy would import pandas: 0.5 s)
         out = np.empty((table.num_rows, len(header)), order="F")
         for j in range(len(header)):
             at = 0
             for chunk in table.column(j).chunks:
-                out[at:at + len(chunk), j] = chunk.to_numpy(zero_copy_only=True)
+                if chunk.null_count:
+                    return None
+                data = np.frombuffer(chunk.buffers()[1], dtype=np.float64)
+                out[at:at + len(chunk), j] = data[chunk.offset:chunk.offset + len(chunk)]
                 at += len(chunk)
         return out
     try:
