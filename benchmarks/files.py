@@ -15,7 +15,8 @@ alike (the table gives the median wall time):
 (d) summarize_log(log)                 what inspect computes from the log, timed inside
 
 ``MB/s`` is the log's size over the row's time; for (b) also over (b) - (a), the rate at
-which the log itself is read and summarised beyond the fixed cost. The generated log is
+which the log itself is read and summarised beyond the fixed cost. Each row is given in
+wall time and in CPU time (user + system, every thread). The generated log is
 a long CSV (worker, step, start, compute, communication), 8 workers with gamma compute
 times, written once into a temporary folder and removed at the end.
 
@@ -42,9 +43,13 @@ ROOT = Path(__file__).resolve().parents[1]
 INSIDE = """
 import sys, time
 from asynclab.cluster import read_log, summarize_log
-start = time.perf_counter(); log = read_log(sys.argv[1]); read = time.perf_counter() - start
-start = time.perf_counter(); summarize_log(log); summary = time.perf_counter() - start
-print(read, summary)
+start, cpu = time.perf_counter(), time.process_time()
+log = read_log(sys.argv[1])
+read, read_cpu = time.perf_counter() - start, time.process_time() - cpu
+start, cpu = time.perf_counter(), time.process_time()
+summarize_log(log)
+summary, summary_cpu = time.perf_counter() - start, time.process_time() - cpu
+print(read, summary, read_cpu, summary_cpu)
 """
 
 
@@ -67,10 +72,16 @@ def make_log(path: Path, megabytes: float, workers: int = 8, seed: int = 0) -> i
     return path.stat().st_size
 
 
-def timed(command: list[str], env: dict) -> float:
+def timed(command: list[str], env: dict) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, every thread) of ``command``."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=env, cwd=ROOT)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -93,17 +104,24 @@ def main() -> None:
             size = log.stat().st_size
         cli = [sys.executable, "-m", "asynclab.cli", "trace", "inspect"]
         times: dict[str, list[float]] = {"a": [], "b": [], "c": [], "d": []}
+        cpu: dict[str, list[float]] = {"a": [], "b": [], "c": [], "d": []}
         for _ in range(args.repeat):
-            times["a"].append(timed([*cli, "example"], env))
-            times["b"].append(timed([*cli, str(log)], env))
+            for row, target in (("a", "example"), ("b", str(log))):
+                wall, used = timed([*cli, target], env)
+                times[row].append(wall)
+                cpu[row].append(used)
             out = subprocess.run([sys.executable, "-c", INSIDE, str(log)], check=True,
                                  capture_output=True, text=True, env=env, cwd=ROOT).stdout
-            read, summary = (float(v) for v in out.split())
+            read, summary, read_cpu, summary_cpu = (float(v) for v in out.split())
             times["c"].append(read)
             times["d"].append(summary)
+            cpu["c"].append(read_cpu)
+            cpu["d"].append(summary_cpu)
     median = {k: statistics.median(v) for k, v in times.items()}
+    used = {k: statistics.median(v) for k, v in cpu.items()}
     mb = size / 1e6
     marginal = median["b"] - median["a"]
+    marginal_cpu = used["b"] - used["a"]
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     lines = [
         f"# files.py: a {mb:.0f} MB step-time log read and inspected",
@@ -116,15 +134,21 @@ def main() -> None:
         f"- pyarrow: {_version('pyarrow')} (the CSV parser of a numeric log; numpy's "
         "otherwise)",
         "",
-        f"| row | median wall time (s) of {args.repeat} | MB/s |",
-        "|---|---|---|",
-        f"| (a) asynclab trace inspect example | {median['a']:.2f} | — |",
+        f"| row | median wall time (s) of {args.repeat} | MB/s (wall) | CPU time (s) | "
+        "MB/s (CPU) |",
+        "|---|---|---|---|---|",
+        f"| (a) asynclab trace inspect example | {median['a']:.2f} | — | {used['a']:.2f} | — |",
         f"| (b) asynclab trace inspect LOG ({mb:.0f} MB) | {median['b']:.2f} | "
-        f"{mb / median['b']:.0f} end to end; {mb / marginal:.0f} beyond (a) |",
+        f"{mb / median['b']:.0f} end to end; {mb / marginal:.0f} beyond (a) | "
+        f"{used['b']:.2f} | {mb / used['b']:.0f} end to end; {mb / marginal_cpu:.0f} "
+        "beyond (a) |",
         f"| (c) read_log(LOG), inside one process | {median['c']:.2f} | "
-        f"{mb / median['c']:.0f} |",
+        f"{mb / median['c']:.0f} | {used['c']:.2f} | {mb / used['c']:.0f} |",
         f"| (d) summarize_log(log), inside one process | {median['d']:.2f} | "
-        f"{mb / median['d']:.0f} |",
+        f"{mb / median['d']:.0f} | {used['d']:.2f} | {mb / used['d']:.0f} |",
+        "",
+        "CPU time is user + system time of every thread: on a shared machine it is what "
+        "the work costs, where wall time also holds the waits for a core.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)
