@@ -308,6 +308,7 @@ def _numbers(path, header, body, name, *, kind=float, blank_ok=False) -> np.ndar
                 i = int(np.flatnonzero(bad)[0])
                 raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {float(out[i]):g} is "
                                   "not an integer")
+            return whole
         return out
     out = np.empty(len(body), dtype=np.float64)
     for i, row in enumerate(body):
@@ -371,7 +372,7 @@ def _build(path, *, worker, step, start, compute, communication, available, stal
             i = int(np.flatnonzero(worker < 0)[0])
             raise ConfigError(f"{source}, line {lines[i]}, column 'worker': worker ids must be "
                               f"integers >= 0, got {worker[i]:g}")
-        ids = worker.astype(np.int64)
+        ids = worker.astype(np.int64, copy=False)
         first = int(ids.min())
         count = int(ids.max()) - first + 1
         if count <= ids.size:  # counted in one pass (a sort where ids could be huge)
@@ -384,7 +385,7 @@ def _build(path, *, worker, step, start, compute, communication, available, stal
                               f"{first} … {first + count - 1}; renumber them without gaps)")
         names = tuple(str(first + k) for k in range(count))
         worker = ids - first
-    step = step.astype(np.int64)
+    step = step.astype(np.int64, copy=False)
     if np.any(step < 0):
         i = int(np.flatnonzero(step < 0)[0])
         raise ConfigError(f"{source}, line {lines[i]}, column 'step': steps must be >= 0, got "
@@ -419,9 +420,10 @@ def _build(path, *, worker, step, start, compute, communication, available, stal
             k = int(np.flatnonzero(up == 0)[0])
             raise ConfigError(f"{source}: worker {names[k]} has no available steps")
     if staleness is not None:
-        staleness = staleness.astype(np.int64)
-    return StepLog(worker=worker.astype(np.int64), step=step, start=start, compute=compute,
-                   communication=communication, available=available, staleness=staleness,
+        staleness = staleness.astype(np.int64, copy=False)
+    return StepLog(worker=worker.astype(np.int64, copy=False), step=step, start=start,
+                   compute=compute, communication=communication, available=available,
+                   staleness=staleness,
                    local_steps=local_steps, names=tuple(names), source=source)
 
 
