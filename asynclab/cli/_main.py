@@ -98,9 +98,13 @@ def main(argv=None) -> int:
             sys.stderr.close()
             return 0
         except OSError as error:  # writing the output: a full disk, a closed terminal
+            import errno
+
             _quiet_stdout()
             reason = error.strerror or str(error) or type(error).__name__
-            print(f"asynclab: error: cannot write the output ({reason})", file=sys.stderr)
+            output = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+            print(f"asynclab: error: {'cannot write the output' if output else 'the system'}"
+                  f" ({reason})", file=sys.stderr)
             return 2
 
 
