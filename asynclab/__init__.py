@@ -6,7 +6,11 @@ a vectorised JAX engine replays the trace with an update rule, for many seeds at
 
 import importlib
 
+from . import _environment
 from ._errors import ConfigError as ConfigError
+
+# the environment as JAX reads it (JAX_PLATFORMS=CPU means cpu), before JAX is imported
+_environment.translate()
 
 # The package's names are imported when first used, so that `import asynclab` (and
 # `asynclab --help`) do not pay for JAX, SimPy and the registries until they are needed.

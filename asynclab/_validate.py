@@ -1,4 +1,4 @@
-"""Checks shared by every entry point: seeds, output paths, memory budgets.
+"""Checks shared by every entry point: seeds, numbers, memory budgets (files: ``_files``).
 
 Each check either returns the value in its canonical form or raises
 :class:`~asynclab.ConfigError` with a message that names the field and says how to fix it.
@@ -11,9 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 
 from ._errors import ConfigError
 
@@ -144,141 +142,6 @@ def number(value, field: str, *, low: float | None = None, high: float | None = 
     return float(value)
 
 
-# ----------------------------------------------------------------------------- files
-
-
-def output_path(path, field: str, *, suffixes: Iterable[str] | None = None,
-                overwrite: bool = False, kind: str | None = None) -> Path:
-    """Check, before any work, that a file can be written at ``path``.
-
-    Missing folders are created; the folder must accept a new file (probed by creating
-    and removing a temporary one), and ``path`` must not be a folder. ``suffixes``
-    restricts the file's extension (lower case, with the dot). An existing file is
-    refused unless ``overwrite`` is true, and then also unless it is an asynclab file of
-    ``kind`` (``"result"``, ``"study"``, ``"checkpoint"``; None: the suffix says the kind).
-    """
-    path = Path(path).expanduser()
-    if str(path) in ("", "."):
-        raise ConfigError(f"{field} needs a file name, got {str(path)!r}")
-    check_name(path, field)
-    if path.is_dir():
-        raise ConfigError(f"{field} {str(path)!r} is a folder; give a file name")
-    if suffixes is not None:
-        suffixes = tuple(suffixes)
-        if path.suffix.lower() not in suffixes:
-            raise ConfigError(
-                f"{field} {str(path)!r}: unsupported file type {path.suffix or '(none)'!r}; "
-                f"use one of {', '.join(suffixes)}")
-    if path.exists():
-        if not overwrite:
-            raise ConfigError(f"{field} {str(path)!r} already exists; nothing was written: "
-                              "give --overwrite (overwrite=True in Python) to replace it, or "
-                              "choose another name")
-        if kind is not None:
-            from . import _archive
-
-            _archive.check_kind(path, kind, field)
-        elif not _looks_like(path):
-            raise ConfigError(f"{field} {str(path)!r} exists and is not a {path.suffix} file "
-                              "(its first bytes say otherwise); --overwrite replaces only a "
-                              "file of the kind written, so nothing was written: choose "
-                              "another name")
-    writable_folder(path.parent, field, for_file=path)
-    return path
-
-
-#: The first bytes of the image formats asynclab writes (others are taken by suffix).
-_MAGIC = {".png": (b"\x89PNG",), ".pdf": (b"%PDF",), ".jpg": (b"\xff\xd8",),
-          ".jpeg": (b"\xff\xd8",), ".eps": (b"%!PS", b"\xc5\xd0\xd3\xc6"),
-          ".ps": (b"%!PS",), ".gif": (b"GIF8",), ".tif": (b"II*", b"MM\0*"),
-          ".tiff": (b"II*", b"MM\0*"), ".webp": (b"RIFF",)}
-
-
-def _looks_like(path: Path) -> bool:
-    """Whether an existing file's content fits its suffix (images by their first bytes,
-    SVG by an ``<svg`` tag near the start)."""
-    with open(path, "rb") as file:
-        head = file.read(4096)
-    suffix = path.suffix.lower()
-    if suffix in (".svg", ".svgz"):
-        return b"<svg" in head or head.startswith(b"\x1f\x8b")
-    return suffix not in _MAGIC or head.startswith(_MAGIC[suffix])
-
-
-def distinct_outputs(paths: dict[str, object]) -> None:
-    """Refuse two output flags naming one file (``{"--save": path, ...}``, None skipped)."""
-    seen: dict[Path, str] = {}
-    for flag, path in paths.items():
-        if path is None:
-            continue
-        resolved = Path(path).expanduser().resolve()
-        if resolved in seen:
-            raise ConfigError(f"{seen[resolved]} and {flag} both name {str(path)!r}; give "
-                              "each its own file")
-        seen[resolved] = flag
-
-
-#: The longest file name (one path component, in bytes) common file systems take.
-NAME_MAX = 255
-
-
-#: The longest path the system takes (PATH_MAX on Linux).
-PATH_MAX = 4096
-
-
-def check_name(path: Path, field: str) -> None:
-    """Refuse a path, or a component of it, longer than file systems allow (before it is
-    looked up)."""
-    length = len(os.fsencode(str(path.absolute())))
-    if length >= PATH_MAX:
-        raise ConfigError(f"{field}: the path {str(path)[:40]}… is {length} bytes long; the "
-                          f"system takes at most {PATH_MAX - 1}")
-    for part in path.parts:
-        if len(os.fsencode(part)) > NAME_MAX:
-            raise ConfigError(f"{field}: the name {part[:40]}… is {len(os.fsencode(part))} "
-                              f"bytes long; file systems take at most {NAME_MAX}")
-
-
-def writable_folder(folder, field: str, *, for_file: Path | None = None) -> Path:
-    """Create ``folder`` if needed and check that files can be written into it."""
-    folder = Path(folder).expanduser()
-    check_name(folder, field)
-    what = f"{field} {str(for_file if for_file is not None else folder)!r}"
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{what}: {str(folder)!r} is a file, not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise ConfigError(f"{what}: cannot write into the folder {str(folder)!r} "
-                          f"({reason})") from None
-    return folder
-
-
-def plot_formats() -> tuple[str, ...]:
-    """File extensions matplotlib can write (``.png``, ``.pdf``, ``.svg``, ...) without a
-    LaTeX installation (``.pgf`` needs one to lay out its text, so it is not offered)."""
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    return tuple(f".{ext}" for ext in sorted(FigureCanvasBase.get_supported_filetypes())
-                 if ext != "pgf")
-
-
-def input_file(path, field: str) -> Path:
-    """An existing, non-empty regular file, or a ConfigError naming the field."""
-    path = Path(path).expanduser()
-    check_name(path, field)
-    if not path.exists():
-        raise ConfigError(f"{field}: no such file {str(path)!r}")
-    if not path.is_file():
-        raise ConfigError(f"{field}: {str(path)!r} is not a regular file")
-    if path.stat().st_size == 0:
-        raise ConfigError(f"{field}: {str(path)!r} is empty")
-    return path
-
-
 # ----------------------------------------------------------------------------- memory
 
 #: Bytes the simulator and the trace arrays hold per scheduled event (measured: about
@@ -289,17 +152,31 @@ BYTES_PER_EVENT = 160
 def available_memory() -> int:
     """Bytes of memory this process may still use: ``MemAvailable`` where the system
     reports it, else the physical memory."""
-    try:
-        with open("/proc/meminfo") as file:
-            for line in file:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    for line in _meminfo().splitlines():
+        if line.startswith("MemAvailable:"):
+            try:
+                return int(line.split()[1]) * 1024
+            except (IndexError, ValueError):
+                break
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return 2**40
+
+
+def _meminfo() -> str:
+    """The text of ``/proc/meminfo`` (a system pseudo-file, not a user's: read here, at
+    most 64 KB, never blocking), or ``""`` where there is none."""
+    try:
+        fd = os.open("/proc/meminfo", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        return os.read(fd, 1 << 16).decode("ascii", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def memory_estimate(events: int, *, traces: int = 1, seeds: int = 1, records: int = 0,

@@ -40,3 +40,68 @@ def test_an_empty_setting_turns_the_cache_off(tmp_path):
     del env["ASYNCLAB_COMPILE_CACHE"]  # unset: the per-user folder under XDG_CACHE_HOME
     subprocess.run(RUN, env=env, check=True, capture_output=True, timeout=300)
     assert _entries(tmp_path / "asynclab" / "jax")
+
+
+# ---------------------------------------------------------------- processes at once
+# JAX writes a cache entry in place, without a lock: each process works in a folder of its
+# own, started warm with hard links to the shared entries, and shares back only entries
+# that are whole compressed streams (asynclab._cache.process_folder / merge_folder).
+
+
+def _entry(folder, name, data=b"compiled " * 200):
+    import zlib
+
+    (folder / name).write_bytes(zlib.compress(data))
+
+
+def _names(folder):
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def test_process_folders_start_warm_and_share_only_whole_entries(tmp_path):
+    import zlib
+
+    from asynclab._cache import merge_folder, process_folder
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    _entry(shared, "a-cache")
+    one, two = process_folder(shared, "gw0"), process_folder(shared, "gw1")
+    assert one != two and one.parent == two.parent == shared / ".processes"
+    assert (one / "a-cache").samefile(shared / "a-cache")  # a link: warm, nothing copied
+    _entry(one, "b-cache")
+    torn = zlib.compress(os.urandom(100_000))
+    (one / "c-cache").write_bytes(torn[: len(torn) // 2])  # a write another saw half done
+    assert merge_folder(one, shared) == 1
+    assert _names(shared) == ["a-cache", "b-cache"] and not one.exists()
+    assert "b-cache" not in _names(two)  # a running process's folder is its own
+    assert "b-cache" in _names(process_folder(shared, "gw2"))  # the next one starts warm
+
+
+def test_a_folder_left_by_a_killed_process_is_removed(tmp_path):
+    from asynclab._cache import process_folder
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    left = tmp_path / ".processes" / f"gw0-{ended.stdout.strip()}-abc"
+    left.mkdir(parents=True)
+    process_folder(tmp_path, "gw0")
+    assert not left.exists()
+
+
+def test_a_cache_folder_that_cannot_be_written_warns_once(tmp_path, monkeypatch):
+    import warnings
+
+    from asynclab import _cache
+
+    monkeypatch.setattr(_cache, "_WARNED", set())
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    reason = _cache._unwritable(blocker / "jax")
+    assert reason
+    with pytest.warns(RuntimeWarning, match="cannot be written.*running without it"):
+        _cache._warn_once(blocker / "jax", reason)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _cache._warn_once(blocker / "jax", reason)  # once: no second warning
+    assert _cache._unwritable(tmp_path / "new" / "jax") is None  # made, and writable

@@ -133,8 +133,9 @@ def test_produce_draws_the_companions_from_the_same_data(tmp_path):
     produce("fake", study, draw, out=tmp_path, detail=detail)
     assert seen == [("main", "fake.png", 3.0), ("detail", "fake_detail.png", 3.0)]
     # several companions: NAME_detail.png, NAME_detail_2.png, … in order
-    seen.clear()
-    produce("fake", study, draw, out=tmp_path, detail=[detail, detail, detail])
+    seen.clear()  # (its data file exists now: replaced only with overwrite)
+    produce("fake", study, draw, out=tmp_path, detail=[detail, detail, detail],
+            overwrite=True)
     assert seen == [("main", "fake.png", 3.0), ("detail", "fake_detail.png", 3.0),
                     ("detail", "fake_detail_2.png", 3.0), ("detail", "fake_detail_3.png", 3.0)]
 

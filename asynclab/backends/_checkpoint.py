@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
-from .. import _archive
+from .. import _files
 from .._errors import ConfigError
 from ..cluster import RoundTrace
 
@@ -70,7 +69,7 @@ def fingerprint(rule, problem, trace, **settings) -> dict:
 
 def process_path(path: str | Path) -> Path:
     """The file this process writes: ``path`` itself, or one file per process."""
-    path = Path(path)
+    path = _files.local_path(path, "checkpoint")
     if jax.process_count() == 1:
         return path
     return path.with_name(f"{path.stem}.process{jax.process_index()}{path.suffix}")
@@ -85,9 +84,11 @@ class Saved(NamedTuple):
     records: dict
 
 
+@_files.writes("checkpoint")
 def save(path: Path, print_: dict, state, position: int, diverged_at: int,
-         records: dict) -> Path:
-    """Write ``state`` (a pytree of numpy arrays) and the records atomically to ``path``."""
+         records: dict, *, overwrite: bool = False) -> Path:
+    """Write ``state`` (a pytree of numpy arrays) and the records atomically to ``path``
+    (an existing file only with ``overwrite``, and only a checkpoint)."""
     leaves = jax.tree.leaves(state)
     arrays = {f"state_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
     arrays.update({f"record_{name}": np.asarray(value) for name, value in records.items()})
@@ -95,19 +96,14 @@ def save(path: Path, print_: dict, state, position: int, diverged_at: int,
               "diverged_at": int(diverged_at), "leaves": len(leaves),
               "records": sorted(records)}
     arrays["header"] = np.asarray(json.dumps(header, sort_keys=True))
-    arrays[_archive.FORMAT_MEMBER] = _archive.format_member("checkpoint", FORMAT)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as file:
-            np.savez(file, **arrays)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return _files.write_npz(path, arrays, "checkpoint", kind="checkpoint", version=FORMAT,
+                            overwrite=overwrite, compressed=False)
+
+
+#: The types of a checkpoint's header values.
+HEADER_TYPES = {"format": ("int",), "fingerprint": ("dict",), "position": ("natural",),
+                "diverged_at": ("int",), "leaves": ("natural",),
+                "records": ("list of text",)}
 
 
 def load(path: Path, print_: dict, template) -> Saved:
@@ -120,6 +116,7 @@ def load(path: Path, print_: dict, template) -> Saved:
     return restore(read(path, print_), path, template)
 
 
+@_files.reads("checkpoint")
 def read(path: Path, print_: dict) -> Saved:
     """A checkpoint's header, records and state leaves (a flat list), checked against the
     fingerprint ``print_`` of the run that resumes it; nothing is compiled or placed.
@@ -129,10 +126,11 @@ def read(path: Path, print_: dict) -> Saved:
         run's.
     """
     what = "an asynclab checkpoint (written by a run on devices with --checkpoint)"
-    with _archive.Archive(path, "checkpoint", what) as archive:
+    with _files.Archive(path, "checkpoint", what) as archive:
         archive.require("checkpoint", FORMAT)
         try:
-            header = json.loads(archive.text("header"))
+            header = _files.loads_json(archive.text("header"), "header")
+            _files.check_json(header, HEADER_TYPES, "header")
             leaves = header["leaves"]
             if not isinstance(leaves, int) or not 0 <= leaves <= len(list(archive)):
                 raise ValueError(f"{leaves!r} state leaves")
@@ -144,9 +142,10 @@ def read(path: Path, print_: dict) -> Saved:
             missing = [name for name in names if name not in archive]
             if missing:
                 raise KeyError(missing[0])
-        except (KeyError, ValueError, TypeError, AttributeError) as error:
+        except (KeyError, ValueError, TypeError, AttributeError) as error:  # ConfigError too
+            detail = str(error) if isinstance(error, ConfigError) else type(error).__name__
             raise ConfigError(f"checkpoint: {str(path)!r} is not {what}: its header is "
-                              f"damaged ({type(error).__name__})") from None
+                              f"damaged ({detail})") from None
         if header.get("format") != FORMAT:
             raise ConfigError(f"{path}: checkpoint format {header.get('format')} is not "
                               f"{FORMAT}")

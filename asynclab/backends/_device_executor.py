@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate
+from .. import _files, _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import COMMITS, ROUNDS, ROUNDS_DISCARD, ROUNDS_STALE, RoundTrace, Trace, goodput
@@ -183,8 +183,11 @@ def run_pmap(
     if checkpoint is not None:
         path = _checkpoint.process_path(checkpoint)
         resuming = resume and path.exists()  # read and checked below, before any work
-        _validate.output_path(path, "checkpoint", overwrite=overwrite or resuming,
-                              kind=None if resuming else "checkpoint")
+        if resuming:
+            _files.input_file(path, "checkpoint")
+            _files.writable_folder(path.parent, "checkpoint", for_file=path)
+        else:
+            _files.output_path(path, "checkpoint", kind="checkpoint", overwrite=overwrite)
     n = trace.n_workers
     devices, ids = _resolve_devices(n, devices)
     if record_paths is None:
@@ -268,7 +271,8 @@ def run_pmap(
                     kept = records.state()
                     if counted:
                         kept["moved"] = np.asarray(_replica(shared.moved))
-                    _checkpoint.save(path, fingerprint, state, step, diverged_at, kept)
+                    _checkpoint.save(path, fingerprint, state, step, diverged_at, kept,
+                                     overwrite=True)  # consent: checked before the run
     finally:
         bar.close()
     events_done = int(starts[step])

@@ -80,7 +80,54 @@ def _interrupted(args) -> str:
             "resume; --checkpoint-every K saves every K segments)")
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as the command line's other messages: one line on stderr."""
+    text = " ".join(str(message).split())
+    print(f"asynclab: warning: {text}", file=sys.stderr if file is None else file)
+
+
 def main(argv=None) -> int:
+    import warnings
+
+    from .. import _environment
+
+    _environment.translate()  # the environment, as JAX, matplotlib and the terminal take it
+    _environment.ascii_streams()
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        try:
+            code = _main(argv)
+            sys.stdout.flush()  # a full disk under `--json > file` is said here, in one line
+            return code
+        except BrokenPipeError:  # e.g. `asynclab rules | head`
+            _quiet_stdout()
+            sys.stderr.close()
+            return 0
+        except OSError as error:  # writing the output: a full disk, a closed terminal
+            import errno
+
+            _quiet_stdout()
+            reason = error.strerror or str(error) or type(error).__name__
+            output = error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+            print(f"asynclab: error: {'cannot write the output' if output else 'the system'}"
+                  f" ({reason})", file=sys.stderr)
+            return 2
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the output it still buffers is not written
+    (and fails) again when Python exits."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (tests' capture)
+        pass
+
+
+def _main(argv) -> int:
     import warnings
 
     from .. import _environment
@@ -108,9 +155,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"\n{_interrupted(args)}", file=sys.stderr)
         return INTERRUPTED
-    except BrokenPipeError:  # e.g. `asynclab rules | head`
-        sys.stderr.close()
-        return 0
 
 
 def _interrupt_outside_callbacks() -> None:

@@ -253,11 +253,11 @@ def strict_json(out: dict) -> str:
 def report(args, result, problem, extra=None, staleness=None) -> None:
     """Save, draw and print a run's result; ``staleness`` as in :func:`summary`."""
     if args.save:
-        result.save(args.save)
+        result.save(args.save, overwrite=args.overwrite)
     if args.plot:
         from ..plot import plot_run
 
-        plot_run(result, problem, args.plot)
+        plot_run(result, problem, args.plot, overwrite=args.overwrite)
     if args.json:
         print(strict_json({**summary(result, problem, staleness), **(extra or {})}))
         return

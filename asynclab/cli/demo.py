@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _validate
+from .. import _files
 from ._output import _print_summary
 
 
@@ -12,13 +12,12 @@ def _demo(args) -> int:
     from ..plot import plot_run
     from ..problems import beale
 
-    _validate.output_path(args.out, "--out", suffixes=_validate.plot_formats(),
-                          overwrite=args.overwrite)
+    _files.output_path(args.out, "--out", kind="figure", overwrite=args.overwrite)
     print("asynclab demo: asynchronous SGD (DOWNPOUR, λ = 1) with 8 workers on Beale's "
           "function,\nexponential compute times, gradient noise σ² = 10, 8 seeds.\n")
     result = run("beale", "downpour", cluster=Cluster(8, ComputeTime("exponential")),
                  commits=args.commits, seeds=list(range(8)), learning_rate=1e-3, noise=10.0)
     _print_summary(result, beale())
-    plot_run(result, beale(), args.out)
+    plot_run(result, beale(), args.out, overwrite=args.overwrite)
     print(f"\n  plot written to {args.out}")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import ConfigError, _validate
+from .. import ConfigError
 from . import _flags, _types
 from ._output import counted_staleness, report
 
@@ -90,24 +90,24 @@ def check_flags(args) -> None:
 def check_outputs(args) -> None:
     """Every output file, before any work: writable, not an existing file unless
     --overwrite (or --resume for the checkpoint), no two flags naming one file."""
-    checkpoint = getattr(args, "checkpoint", None)
-    _validate.distinct_outputs({"--save": args.save, "--plot": getattr(args, "plot", None),
-                                "--checkpoint": checkpoint})
-    if args.save is not None:
-        _validate.output_path(args.save, "--save", suffixes=(".npz",),
-                              overwrite=args.overwrite, kind="result")
-    if getattr(args, "plot", None) is not None:
-        _validate.output_path(args.plot, "--plot", suffixes=_validate.plot_formats(),
-                              overwrite=args.overwrite)
-    if checkpoint is not None:
-        from pathlib import Path
+    from .. import _files
 
-        resuming = args.resume and Path(checkpoint).exists()
-        if resuming:
-            _validate.input_file(checkpoint, "--checkpoint")
-        _validate.output_path(checkpoint, "--checkpoint",
-                              overwrite=args.overwrite or resuming,
-                              kind=None if resuming else "checkpoint")
+    checkpoint = getattr(args, "checkpoint", None)
+    _files.distinct_outputs({"--save": args.save, "--plot": getattr(args, "plot", None),
+                             "--checkpoint": checkpoint})
+    if args.save is not None:
+        _files.output_path(args.save, "--save", kind="result", suffixes=(".npz",),
+                           overwrite=args.overwrite)
+    if getattr(args, "plot", None) is not None:
+        _files.output_path(args.plot, "--plot", kind="figure", overwrite=args.overwrite)
+    if checkpoint is not None:
+        resuming = args.resume and _files.local_path(checkpoint, "--checkpoint").exists()
+        if resuming:  # read and checked as a checkpoint of this run before any work
+            path = _files.input_file(checkpoint, "--checkpoint")
+            _files.writable_folder(path.parent, "--checkpoint", for_file=path)
+        else:
+            _files.output_path(checkpoint, "--checkpoint", kind="checkpoint",
+                               overwrite=args.overwrite)
 
 
 def _devices(args):

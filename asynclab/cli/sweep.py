@@ -64,7 +64,7 @@ def sweep_command(args) -> int:
                           f"net problem records (digits, mnist, collider), not {args.problem}")
     result = run(spec)
     if args.save:
-        result.save(args.save)
+        result.save(args.save, overwrite=args.overwrite)
     values = scores(result, args.score, target=args.target, problem=problem)
     best = best_point(result, values, args.score)
     points = []

@@ -142,29 +142,29 @@ def _add_timeline_parsers(commands) -> None:
 
 
 def _trace_show(args) -> int:
-    from .. import _validate
+    from .. import _files
 
-    path = _validate.output_path(args.out, "--out", suffixes=_validate.plot_formats(),
-                                 overwrite=args.overwrite)
+    path = _files.output_path(args.out, "--out", kind="figure", overwrite=args.overwrite)
     trace = _timeline_trace(args)
     from ..plot import timeline
 
-    timeline(trace, path)
+    timeline(trace, path, overwrite=args.overwrite)
     print(f"wrote {path}: {trace.n_events} {_events(trace)} of {trace.n_workers} "
           f"{_units(trace)} over {_seconds(_end(trace))} of simulated time")
     return 0
 
 
 def _trace_export(args) -> int:
-    from .. import _validate
+    from .. import _files
     from ..cluster import EXPORT_FORMATS as FORMATS
     from ..cluster import export_trace
 
     suffix = FORMATS[args.format]
     out = args.out if args.out is not None else "asynclab-trace" + suffix
-    path = _validate.output_path(out, "--out", suffixes=(suffix,), overwrite=args.overwrite)
+    kind = "trace-events" if args.format == "perfetto" else "trace-records"
+    path = _files.output_path(out, "--out", kind=kind, overwrite=args.overwrite)
     trace = _timeline_trace(args)
-    export_trace(trace, path, format=args.format, overwrite=True)
+    export_trace(trace, path, format=args.format, overwrite=args.overwrite)
     opened = " (open it in ui.perfetto.dev)" if args.format == "perfetto" else ""
     print(f"wrote {path}: {trace.activity.n_intervals} intervals and {trace.n_events} "
           f"{_events(trace)} of {trace.n_workers} {_units(trace)}{opened}")

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _files
 from .._errors import ConfigError
 
 #: Down/up intervals a worker draws at once under Poisson churn (a fixed block size, so
@@ -240,12 +241,19 @@ def goodput(trace) -> tuple[float, float]:
     return fraction, rate
 
 
+#: The most bytes of text an availability log may hold (about two million outages).
+AVAILABILITY_BYTES = 64 << 20
+
+
+@_files.reads("availability")
 def read_availability(path) -> Availability:
     """An availability log as an :class:`Availability` schedule.
 
     The file is CSV, one outage per row: ``worker,down_at,up_at`` (seconds; ``inf`` for a
     worker that never comes back). Blank lines, lines starting with ``#`` and a first
-    line that is not numbers (a header) are skipped.
+    line that is not numbers (a header) are skipped. It is read as UTF-8 (a byte-order
+    mark is dropped; gzip is recognised by its first bytes) and may hold at most 64 MB
+    of text.
 
     Args:
       path: the file.
@@ -253,11 +261,11 @@ def read_availability(path) -> Availability:
     Returns:
       ``Availability(schedule=...)``.
     """
-    from .. import _validate
-
-    path = _validate.input_file(path, "failures")
+    text = _files.read_text(path, "failures", limit=AVAILABILITY_BYTES,
+                            what="an availability log (UTF-8 CSV: worker,down_at,up_at)")
+    path = _files.local_path(path, "failures")
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         text = line.strip()
         if not text or text.startswith("#"):
             continue
@@ -268,10 +276,10 @@ def read_availability(path) -> Availability:
             if not rows and number == 1:
                 continue  # a header
             raise ConfigError(f"failures: {str(path)!r} line {number}: expected numbers "
-                              f"worker,down_at,up_at, got {text!r}") from None
+                              f"worker,down_at,up_at, got {text[:80]!r}") from None
         if len(values) != 3 or not values[0].is_integer():
             raise ConfigError(f"failures: {str(path)!r} line {number}: expected "
-                              f"worker,down_at,up_at (an integer worker), got {text!r}")
+                              f"worker,down_at,up_at (an integer worker), got {text[:80]!r}")
         rows.append((int(values[0]), values[1], values[2]))
     if not rows:
         raise ConfigError(f"failures: {str(path)!r} holds no outage (worker,down_at,up_at)")

@@ -14,13 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _validate
+from .. import _files
 from .._errors import ConfigError
 from ._activity import KINDS
 from ._trace import RoundTrace, Trace, slow_workers
 
 #: The formats of :func:`export_trace` and the file suffix each one takes.
 FORMATS = {"perfetto": ".json", "jsonl": ".jsonl"}
+
+#: The format version written in the first key of every file (``"asynclab_format":
+#: "trace-events 1"``, ``"trace-records 1"``), which marks it as asynclab's.
+FORMAT = 1
 
 #: Microseconds per simulated second (the Trace Event Format counts microseconds).
 MICROSECONDS = 1e6
@@ -79,8 +83,9 @@ def _who(trace: RoundTrace, r: int, missed: bool = False) -> dict:
 def trace_records(trace) -> list[dict]:
     """The trace as records, one JSON object each (the lines of ``--format jsonl``).
 
-    First ``{"type": "trace", ...}`` (schedule, workers, λ, group size, events, duration,
-    whether it holds activity, the kinds, the slow workers); then, when the trace holds its
+    First ``{"asynclab_format": "trace-records 1", "type": "trace", ...}`` (schedule,
+    workers, λ, group size, events, duration, whether it holds activity, the kinds, the
+    slow workers; its first key marks the file as asynclab's); then, when the trace holds its
     :class:`~asynclab.cluster.Activity`, one ``{"type": "interval", "worker", "kind",
     "start", "end", "straggler_delay"}`` per interval (seconds; by worker, then start);
     then one ``{"type": "commit", "commit", "time", "worker", "pulled_clock",
@@ -89,7 +94,7 @@ def trace_records(trace) -> list[dict]:
     record also lists the workers that ``"counted"`` in it.
     """
     trace = _check_trace(trace)
-    out = [{"type": "trace", **describe(trace)}]
+    out = [{_files.MARKER: f"trace-records {FORMAT}", "type": "trace", **describe(trace)}]
     a = trace.activity
     if a is not None:
         names = np.array(KINDS)[a.kind]
@@ -123,7 +128,8 @@ def trace_events(trace) -> dict:
     round's lists the workers that ``counted`` and those that ``missed`` it in ``args``,
     and each of those who missed it has a ``"missed round"`` instant event on its
     thread). ``otherData`` holds what :func:`trace_records`' first record says of the
-    trace.
+    trace; the first key, ``"asynclab_format": "trace-events 1"``, marks the file as
+    asynclab's.
     """
     trace = _check_trace(trace)
     info = describe(trace)
@@ -168,25 +174,29 @@ def trace_events(trace) -> dict:
                    for i, (t, k, p, s) in enumerate(zip(
                        trace.time.tolist(), trace.worker.tolist(),
                        trace.pulled_clock.tolist(), trace.staleness.tolist(), strict=True))]
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": info}
+    return {_files.MARKER: f"trace-events {FORMAT}", "traceEvents": events,
+            "displayTimeUnit": "ms", "otherData": info}
 
 
+@_files.writes("trace-events, trace-records")
 def export_trace(trace, path, *, format: str = "perfetto", overwrite: bool = False) -> Path:
     """Write ``trace`` for other tools: ``"perfetto"`` (:func:`trace_events`, a ``.json``
     file that ui.perfetto.dev and chrome://tracing open) or ``"jsonl"``
     (:func:`trace_records`, a ``.jsonl`` file, one JSON object a line). Simulate with
     ``activity=True`` to have the workers' intervals in it, not only the commits.
 
-    An existing file is replaced only with ``overwrite``. Returns the path written.
+    The file's first key, ``"asynclab_format"``, marks it as asynclab's. An existing file
+    is refused unless ``overwrite``, and then replaced only if it is a timeline asynclab
+    wrote (of the same format); the write is atomic. Returns the path written.
     """
     trace = _check_trace(trace)
     if format not in FORMATS:
         raise ConfigError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
-    path = _validate.output_path(path, "path", suffixes=(FORMATS[format],),
-                                 overwrite=overwrite)
+    kind = "trace-events" if format == "perfetto" else "trace-records"
+    path = _files.output_path(path, "path", kind=kind, overwrite=overwrite)
     if format == "perfetto":
         text = json.dumps(trace_events(trace), allow_nan=False, separators=(",", ":"))
     else:
         text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in trace_records(trace))
-    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    return path
+    return _files.write_text(path, text if text.endswith("\n") else text + "\n", "path",
+                             kind=kind, overwrite=overwrite)

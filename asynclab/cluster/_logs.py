@@ -13,18 +13,16 @@ file, the line and the column.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import math
 import re
 import warnings
-import zlib
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from .. import _validate
+from .. import _files, _validate
 from .._errors import ConfigError
 from ._trace import Trace
 
@@ -85,6 +83,11 @@ class StepLog(NamedTuple):
         """``(n,)`` rows per worker."""
         return np.bincount(self.worker, minlength=self.n_workers)
 
+    def rows(self, worker: int) -> slice:
+        """The rows of ``worker`` (they are contiguous: rows are sorted by worker)."""
+        low, high = np.searchsorted(self.worker, [worker, worker + 1])
+        return slice(int(low), int(high))
+
     def durations(self, worker: int, *, communication: bool = True) -> np.ndarray:
         """The time each available step of ``worker`` took, in order.
 
@@ -93,7 +96,7 @@ class StepLog(NamedTuple):
         is added to the worker's next available step (the worker was away, then
         computed), so no time is lost and no update is invented.
         """
-        rows = self.worker == worker
+        rows = self.rows(worker)
         time = self.compute[rows].copy()
         if communication and self.communication is not None:
             time += self.communication[rows]
@@ -109,9 +112,9 @@ class StepLog(NamedTuple):
 
     def compute_times(self, worker: int) -> np.ndarray:
         """The compute seconds of ``worker``'s available steps, in order (for fitting)."""
-        rows = self.worker == worker
+        rows = self.rows(worker)
         if self.available is not None:
-            rows &= self.available
+            return self.compute[rows][self.available[rows]]
         return self.compute[rows]
 
     def end(self) -> np.ndarray:
@@ -124,77 +127,73 @@ class StepLog(NamedTuple):
 
 # --------------------------------------------------------------------------- reading
 
+#: Bytes of memory a byte of log text may take: parsed as numbers (8 per cell of ~2
+#: bytes, twice while blocks are joined) and as text rows (Python objects, ~60 per cell).
+_NUMBERS_PER_BYTE, _TEXT_PER_BYTE = 8, 16
 
-def _open_text(path: Path, bytes_per_byte: int = 16):
-    """The log as text; a gzip log re-checks memory as it expands (its trailer's length
-    is modulo 4 GiB, and can be forged), at ``bytes_per_byte`` of memory per byte read."""
-    if path.suffix == ".gz":
-        stream = io.BufferedReader(_Expanding(gzip.open(path, "rb"), path, bytes_per_byte))
-        return io.TextIOWrapper(stream, encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+_WHAT = "a step-time log (UTF-8 CSV, gzip or not)"
 
 
-class _Expanding(io.RawIOBase):
-    """A decompressing stream that checks the memory its bytes will take every 64 MB."""
+def _log_file(path) -> Path:
+    """``path`` as an existing, non-empty regular file (not a device, a FIFO or a
+    folder), looked at without opening it."""
+    path = _files.local_path(path, "log")
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"no log file at {path}")
+    return _files.input_file(path, "log")
 
-    STEP = 64 << 20
 
-    def __init__(self, raw, path: Path, bytes_per_byte: int):
-        self._raw, self._path, self._factor = raw, path, bytes_per_byte
-        self._seen, self._next = 0, self.STEP
+def _text_size(path: Path) -> int:
+    """The bytes of text in the log: its size, or for gzip (recognised by its first
+    bytes) the length its trailer stores, bounded (see ``_files.gzip_text_size``)."""
+    if _files.is_gzip(path, "log"):
+        return _files.gzip_text_size(path, "log")
+    return _files.input_file(path, "log").stat().st_size
 
-    def readable(self) -> bool:
-        return True
 
-    def readinto(self, buffer) -> int:
-        n = self._raw.readinto(buffer)
-        self._seen += n
-        if self._seen >= self._next:
-            self._next += self.STEP
-            _validate.check_memory(self._factor * self._seen, f"log {str(self._path)!r}",
-                                   what="reading it", advice="split the log")
-        return n
+def _text_limit(per_byte: int) -> int:
+    """The most bytes of text the memory available lets a reader take at ``per_byte``."""
+    return max(int(0.8 * _validate.available_memory()) // per_byte, 1)
 
-    def close(self) -> None:
-        self._raw.close()
-        super().close()
+
+def _open(path: Path, per_byte: int):
+    return _files.open_text_bytes(
+        path, "log", text_limit=_text_limit(per_byte), what=_WHAT,
+        limit_reason="what the memory available allows (80 % of free memory)")
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
     """The header and the rows of a (gzip) CSV log.
 
-    A long log of numbers only is parsed by numpy into a float array (fast and compact);
-    anything else (words, blank cells, a wide log, a malformed row) is read as text rows,
-    so that a problem can be reported by line and column. The memory either needs is
-    estimated from the file's size and checked before reading.
+    A long log of numbers only is parsed into a float array (by pyarrow's CSV reader
+    where it is installed, else by numpy; fast and compact); anything else (words,
+    blank cells, a wide log, a malformed row) is read as text rows, so that a problem can
+    be reported by line and column. The memory either needs is estimated from the file's
+    size and checked before reading, and again as a gzip log expands.
     """
     path = _log_file(path)
     text_bytes = _text_size(path)
     try:
-        with _open_text(path, 8) as f:
-            header = next(csv.reader(f), [])
-            header = [h.strip() for h in header]
+        with _open(path, _NUMBERS_PER_BYTE) as stream:
+            line = stream.readline(_files.MAX_LINE + 1).decode("utf-8")
+            header = [h.strip() for h in next(csv.reader([line]), [])]
             if header and "worker" in header and "iteration" not in header:
                 _validate.check_memory(2 * 8 * (text_bytes // 2 + 1), f"log {str(path)!r}",
-                                      what="reading it", advice="split the log")
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", UserWarning)  # no rows: said below
-                        body = np.loadtxt(f, delimiter=",", dtype=np.float64, ndmin=2,
-                                          comments=None)
-                except ValueError:
-                    body = None
+                                       what="reading it", advice="split the log")
+                body = _parse_numbers(stream, header)
                 if body is not None and body.shape[1] in (0, len(header)):
                     return header, body.reshape(-1, len(header))
-    except (OSError, UnicodeDecodeError, csv.Error, EOFError, zlib.error) as error:
+    except csv.Error as error:
         raise ConfigError(f"{path}: cannot read it as a (gzip) CSV file: {error}") from None
     # text rows: about 60 bytes of Python objects per cell of a few characters
-    _validate.check_memory(16 * text_bytes, f"log {str(path)!r}", what="reading it as text",
+    _validate.check_memory(_TEXT_PER_BYTE * text_bytes, f"log {str(path)!r}",
+                           what="reading it as text",
                            advice="split the log, or write its cells as plain numbers")
     try:
-        with _open_text(path) as f:
+        with io.TextIOWrapper(_open(path, _TEXT_PER_BYTE), encoding="utf-8",
+                              newline="") as f:
             rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError, csv.Error, EOFError, zlib.error) as error:
+    except csv.Error as error:
         raise ConfigError(f"{path}: cannot read it as a (gzip) CSV file: {error}") from None
     rows = [r for r in rows if any(cell.strip() for cell in r)]
     if not rows:
@@ -208,31 +207,44 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]] | np.ndarray]:
     return header, body
 
 
-def _log_file(path: Path) -> Path:
-    """``path`` as an existing, non-empty regular file (not a device or a folder)."""
-    _validate.check_name(Path(path).expanduser(), "log")
-    if not Path(path).expanduser().exists():
-        raise ConfigError(f"no log file at {path}")
-    return _validate.input_file(path, "log")
-
-
-def _text_size(path: Path) -> int:
-    """The bytes of text in the log: its size, or for gzip its stored length (modulo 4 GiB
-    by the format, so at least the compressed size times the smallest ratio). A stored
-    length beyond what deflate can expand the file to (1,032:1 at most) is not a length
-    but the bytes of a truncated file: the file's bound replaces it, and reading it then
-    says that it is truncated rather than refusing it for memory it would never need."""
-    size = path.stat().st_size
-    if path.suffix != ".gz":
-        return size
-    with open(path, "rb") as file:
-        file.seek(-4, 2)
-        stored = int.from_bytes(file.read(4), "little")
-    return max(min(stored, _DEFLATE_MAX_RATIO * size), size)
-
-
-#: deflate's largest expansion, bytes of output per byte of input (zlib's technical notes)
-_DEFLATE_MAX_RATIO = 1032
+def _parse_numbers(stream, header: list[str]) -> np.ndarray | None:
+    """The rows after the header as a float array, or None when a cell is not a number
+    (or a row has another number of cells): the text reader then says where."""
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:
+        pa = None
+    if pa is not None:
+        names = [f"c{j}" for j in range(len(header))]
+        try:
+            table = pacsv.read_csv(
+                stream,
+                read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 20),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: pa.float64() for n in names}, null_values=[],
+                    strings_can_be_null=False, quoted_strings_can_be_null=False))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        # one copy, column by column (the columns are then contiguous for the checks),
+        # from each chunk's data buffer (Array.to_numpy would import pandas: 0.5 s)
+        out = np.empty((table.num_rows, len(header)), order="F")
+        for j in range(len(header)):
+            at = 0
+            for chunk in table.column(j).chunks:
+                if chunk.null_count:
+                    return None
+                data = np.frombuffer(chunk.buffers()[1], dtype=np.float64)
+                out[at:at + len(chunk), j] = data[chunk.offset:chunk.offset + len(chunk)]
+                at += len(chunk)
+        return out
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # no rows: said below
+            return np.loadtxt(io.TextIOWrapper(stream, encoding="utf-8", newline=""),
+                              delimiter=",", dtype=np.float64, ndmin=2, comments=None)
+    except ValueError:
+        return None
 
 
 def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -246,17 +258,19 @@ def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
     import pyarrow as pa
 
     path = _log_file(path)
-    try:
-        meta = pq.ParquetFile(path).metadata
-        rows, columns = meta.num_rows, meta.num_columns
-    except Exception as error:  # noqa: BLE001 - pyarrow raises many kinds
-        raise ConfigError(f"{path}: cannot read it as Parquet: {error}") from None
-    _validate.check_memory(2 * 8 * rows * columns, f"log {str(path)!r}", what="reading it",
-                           advice="split the log")
-    try:
-        table = pq.read_table(path)
-    except Exception as error:  # noqa: BLE001 - pyarrow raises many kinds
-        raise ConfigError(f"{path}: cannot read it as Parquet: {error}") from None
+    with _files.open_binary(path, "log") as file:
+        try:
+            parquet = pq.ParquetFile(file)
+            meta = parquet.metadata
+            rows, columns = meta.num_rows, meta.num_columns
+        except Exception as error:  # noqa: BLE001 - pyarrow raises many kinds
+            raise ConfigError(f"{path}: cannot read it as Parquet: {error}") from None
+        _validate.check_memory(2 * 8 * rows * columns, f"log {str(path)!r}", what="reading it",
+                               advice="split the log")
+        try:
+            table = parquet.read()
+        except Exception as error:  # noqa: BLE001 - pyarrow raises many kinds
+            raise ConfigError(f"{path}: cannot read it as Parquet: {error}") from None
     header = [str(name).strip() for name in table.column_names]
     numeric = all(pa.types.is_integer(c.type) or pa.types.is_floating(c.type)
                   or pa.types.is_boolean(c.type) for c in table.columns)
@@ -273,22 +287,28 @@ def _read_parquet(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def _table(path: Path) -> tuple[list[str], list[list[str]]]:
-    if path.suffix == ".parquet" or path.name.endswith(".parquet.gz"):
+    if _files.local_path(path, "log").suffix == ".parquet":
         return _read_parquet(path)
-    return _read_csv(path)
+    path = _log_file(path)
+    with _files.open_binary(path, "log") as file:
+        parquet = file.read(4) == b"PAR1"  # Parquet by its magic bytes, whatever the name
+    return _read_parquet(path) if parquet else _read_csv(path)
 
 
 def _numbers(path, header, body, name, *, kind=float, blank_ok=False) -> np.ndarray:
     """Column ``name`` as numbers; a bad cell raises naming its line and column."""
     j = header.index(name)
     if isinstance(body, np.ndarray):  # parsed by numpy: only the integer check is left
-        out = body[:, j].copy()
+        out = np.ascontiguousarray(body[:, j])  # a view of a column-major table
         if kind is int:
-            bad = ~(np.isfinite(out) & (out == np.round(out)))
+            with np.errstate(invalid="ignore"):  # NaN and inf: no integer (flagged below)
+                whole = out.astype(np.int64)
+            bad = whole != out  # NaN, inf, fractions and integers beyond 2**63
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
                 raise ConfigError(f"{path}, line {i + 2}, column {name!r}: {float(out[i]):g} is "
                                   "not an integer")
+            return whole
         return out
     out = np.empty(len(body), dtype=np.float64)
     for i, row in enumerate(body):
@@ -352,22 +372,29 @@ def _build(path, *, worker, step, start, compute, communication, available, stal
             i = int(np.flatnonzero(worker < 0)[0])
             raise ConfigError(f"{source}, line {lines[i]}, column 'worker': worker ids must be "
                               f"integers >= 0, got {worker[i]:g}")
-        ids = worker.astype(np.int64)
+        ids = worker.astype(np.int64, copy=False)
         first = int(ids.min())
         count = int(ids.max()) - first + 1
-        present = np.unique(ids)  # at most one entry per row, whatever the ids claim
+        if count <= ids.size:  # counted in one pass (a sort where ids could be huge)
+            present = np.flatnonzero(np.bincount(ids - first, minlength=count)) + first
+        else:
+            present = np.unique(ids)  # at most one entry per row, whatever the ids claim
         if present.size != count:
             missing = int(present[np.flatnonzero(np.diff(present) > 1)[0]]) + 1
             raise ConfigError(f"{source}: worker {missing} has no steps (the log has workers "
                               f"{first} … {first + count - 1}; renumber them without gaps)")
         names = tuple(str(first + k) for k in range(count))
         worker = ids - first
-    step = step.astype(np.int64)
+    step = step.astype(np.int64, copy=False)
     if np.any(step < 0):
         i = int(np.flatnonzero(step < 0)[0])
         raise ConfigError(f"{source}, line {lines[i]}, column 'step': steps must be >= 0, got "
                           f"{step[i]}")
-    order = np.lexsort((step, worker))
+    ordered = bool(np.all((worker[1:] > worker[:-1])
+                          | ((worker[1:] == worker[:-1]) & (step[1:] >= step[:-1]))))
+    # a log in (worker, step) order, as asynclab writes them, keeps its order (a sort
+    # would give the same, at the cost of a sort of every row)
+    order = slice(None) if ordered else np.lexsort((step, worker))
     worker, step, lines = worker[order], step[order], np.asarray(lines)[order]
     same = (worker[1:] == worker[:-1]) & (step[1:] == step[:-1])
     if same.any():
@@ -393,9 +420,10 @@ def _build(path, *, worker, step, start, compute, communication, available, stal
             k = int(np.flatnonzero(up == 0)[0])
             raise ConfigError(f"{source}: worker {names[k]} has no available steps")
     if staleness is not None:
-        staleness = staleness.astype(np.int64)
-    return StepLog(worker=worker.astype(np.int64), step=step, start=start, compute=compute,
-                   communication=communication, available=available, staleness=staleness,
+        staleness = staleness.astype(np.int64, copy=False)
+    return StepLog(worker=worker.astype(np.int64, copy=False), step=step, start=start,
+                   compute=compute, communication=communication, available=available,
+                   staleness=staleness,
                    local_steps=local_steps, names=tuple(names), source=source)
 
 
@@ -408,7 +436,7 @@ def _long(path, header, body) -> StepLog:
     dup = {h for h in header if header.count(h) > 1}
     if dup:
         raise ConfigError(f"{path}: column(s) {', '.join(sorted(dup))} appear more than once")
-    lines = np.arange(len(body)) + 2
+    lines = np.arange(2, len(body) + 2)
     worker = _numbers(path, header, body, "worker", kind=int)
     step = _numbers(path, header, body, "step", kind=int)
     start = _numbers(path, header, body, "start")
@@ -536,12 +564,14 @@ def example_log_path() -> Path:
     return Path(__file__).resolve().parents[1] / "data" / "threads_cluster.csv.gz"
 
 
+@_files.reads("log")
 def read_log(path, *, format: str = "auto", job=None) -> StepLog:
     """Reads and checks a per-worker step-time log.
 
     Args:
       path: a ``.csv``, ``.csv.gz`` or ``.parquet`` file (Parquet needs the optional
-        ``parquet`` extra, i.e. pyarrow).
+        ``parquet`` extra, i.e. pyarrow). The content decides: gzip and Parquet are
+        recognised by their first bytes; text is UTF-8 (a byte-order mark is dropped).
       format: ``"long"`` (one row per worker step: ``worker, step, start, compute`` and
         optional ``communication, available, staleness, local_steps``), ``"wide"`` (one
         row per iteration: ``iteration, latency_worker_<i>, compute_latency_worker_<i>``)
@@ -556,7 +586,7 @@ def read_log(path, *, format: str = "auto", job=None) -> StepLog:
     """
     if format not in ("auto", *FORMATS):
         raise ConfigError(f"format must be one of auto, {', '.join(FORMATS)}, got {format!r}")
-    path = Path(path)
+    path = _files.local_path(path, "log")
     header, body = _table(path)
     if format == "auto":
         format = "wide" if ("iteration" in header and "worker" not in header) else "long"
@@ -570,19 +600,24 @@ def read_log(path, *, format: str = "auto", job=None) -> StepLog:
 # --------------------------------------------------------------------------- writing
 
 
-def write_log(log: StepLog, path, *, digits: int | None = None) -> Path:
+@_files.writes("log")
+def write_log(log: StepLog, path, *, digits: int | None = None,
+              overwrite: bool = False) -> Path:
     """Writes a log as a long table: CSV (gzip-compressed when ``path`` ends in ``.gz``).
+
+    An existing file is refused unless ``overwrite``, and then replaced only if it is a
+    step-time log (its header, or its Parquet columns, say so); the write is atomic.
 
     Args:
       log: the log.
       path: where to write (``.parquet`` writes Parquet, with the ``parquet`` extra).
       digits: decimal places of the times (``None``: every float written exactly).
+      overwrite: replace an existing log at ``path``.
 
     Returns:
       The path.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = _files.output_path(path, "path", kind="log", overwrite=overwrite)
 
     def fmt(x):
         return repr(float(x)) if digits is None else f"{x:.{digits}f}"
@@ -597,7 +632,7 @@ def write_log(log: StepLog, path, *, digits: int | None = None) -> Path:
     if log.local_steps != 1:
         columns.append("local_steps")
     if path.suffix == ".parquet":
-        return _write_parquet(log, path, columns)
+        return _write_parquet(log, path, columns, overwrite)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -616,15 +651,16 @@ def write_log(log: StepLog, path, *, digits: int | None = None) -> Path:
     data = out.getvalue().encode()
     if path.suffix == ".gz":
         # mtime=0: the same log gives the same bytes
-        with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
-                                                    filename="") as f:
+        import gzip
+
+        buffer = io.BytesIO()
+        with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, filename="") as f:
             f.write(data)
-    else:
-        path.write_bytes(data)
-    return path
+        data = buffer.getvalue()
+    return _files.write_bytes(path, data, "path", kind="log", overwrite=overwrite)
 
 
-def _write_parquet(log: StepLog, path: Path, columns: list[str]) -> Path:
+def _write_parquet(log: StepLog, path: Path, columns: list[str], overwrite: bool) -> Path:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -635,7 +671,8 @@ def _write_parquet(log: StepLog, path: Path, columns: list[str]) -> Path:
               "compute": log.compute, "communication": log.communication,
               "available": log.available, "staleness": log.staleness,
               "local_steps": np.full(log.n_rows, log.local_steps)}
-    pq.write_table(pa.table({c: values[c] for c in columns}), path)
+    with _files.atomic(path, "path", kind="log", overwrite=overwrite) as file:
+        pq.write_table(pa.table({c: values[c] for c in columns}), file)
     return path
 
 

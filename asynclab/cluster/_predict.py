@@ -61,7 +61,8 @@ def predict_staleness(log, *, commits: int = 50_000, fitted: FittedTimes | None 
 
     - ``measured``: the log's own staleness column (only when the log records
       exchanges);
-    - ``replayed``: the simulator replaying the log once (:func:`from_log`, ``end="stop"``);
+    - ``replayed``: the simulator replaying the log once (:func:`from_log`, ``end="stop"``),
+      up to its end or its first ``commits`` commits, whichever comes first;
     - ``fitted``: the fitted model (:func:`fit_log`) simulated for ``commits`` commits;
     - ``exponential``: the textbook assumption, exponential step times with the log's
       mean step time, the same for every worker, for ``commits`` commits.
@@ -85,7 +86,7 @@ def predict_staleness(log, *, commits: int = 50_000, fitted: FittedTimes | None 
         traces["measured"] = measured_trace(log)
     traces["replayed"] = simulate_async(
         from_log(log, end="stop", communication=communication), local_steps=log.local_steps,
-        commits=10 * log.n_rows)
+        commits=min(10 * log.n_rows, commits))
     fitted = fitted if fitted is not None else fit_log(log, communication=communication,
                                                        seed=seed)
     if fitted.workers != n:

@@ -85,8 +85,10 @@ def fit_stragglers(times_per_worker, *, threshold: float = 3.0, bootstrap: int =
         median = float(np.median(t))
         lab = t > threshold * median
         labels.append(lab)
-        a, b = lab[:-1].astype(int), lab[1:].astype(int)
-        np.add.at(counts, (a, b), 1)
+        # transitions (this step, next step) counted in one pass: index 2 * a + b
+        pairs = np.bincount(2 * lab[:-1].view(np.uint8) + lab[1:].view(np.uint8),
+                            minlength=4)
+        counts += pairs.reshape(2, 2)
         episodes += [(k, s, n) for s, n in _episodes(lab)]
         ratios.append(t[lab] / median)
     steps = sum(lab.size for lab in labels)

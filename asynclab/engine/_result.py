@@ -10,14 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _archive, _tables, _validate
+from .. import _files, _tables, _validate
 from .._errors import ConfigError
 from . import _metrics
 
 _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "final_params",
            "diverged_at", "center_path", "worker_path", "center_share", "goodput",
            "goodput_per_device_second")
-_REQUIRED = _ARRAYS[:8]
 
 
 @dataclasses.dataclass(repr=False)
@@ -309,32 +308,43 @@ class Result:
         return () if grid is None else tuple(len(v) for v in grid.values())
 
     # ------------------------------------------------------------------ disk
-    def save(self, path: str | Path) -> Path:
+    @_files.writes("result")
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
         """Write the arrays and the config to one ``.npz`` file (``.npz`` is added to a
         path without it); returns the path. The file holds its format version.
 
-        An existing file is replaced only if it is a saved result (anything else is a
-        ConfigError, and nothing is written).
+        An existing file is refused unless ``overwrite``, and then replaced only if it is
+        a saved result (anything else is a ConfigError, and nothing is written). The
+        file is written to a temporary file and moved into place, so a write that fails
+        (a full disk) leaves nothing behind.
         """
-        path = Path(path)
+        path = _files.local_path(path, "Result.save")
         if path.suffix != ".npz":  # added, as numpy does: run.v2 -> run.v2.npz
             path = path.with_name(path.name + ".npz")
-        if path.exists():
-            _archive.check_kind(path, "result", "Result.save")
+        _files.output_path(path, "Result.save", kind="result", overwrite=overwrite)
         arrays = {name: getattr(self, name) for name in _ARRAYS if getattr(self, name) is not None}
         if isinstance(self.final_params, dict):
             del arrays["final_params"]
             arrays.update(_flatten("final_params", self.final_params))
         arrays.update(_flatten("metrics", self.metrics or {}))
-        arrays["config_json"] = np.array(json.dumps(self.config, sort_keys=True))
-        return _archive.write(path, arrays, kind="result", version=FORMAT)
+        try:
+            text = json.dumps(self.config, sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"Result.save: the config is not JSON ({error}); nothing was "
+                              "written") from None
+        arrays["config_json"] = np.array(text)
+        return _files.write_npz(path, arrays, "Result.save", kind="result", version=FORMAT,
+                                overwrite=overwrite)
 
     @classmethod
+    @_files.reads("result")
     def load(cls, path: str | Path) -> Result:
         """Read a result written by :meth:`save`.
 
-        Every array's shape and dtype is checked against the others and the grid before
-        any is read, and the event and record indices against their ranges after.
+        Every member's dtype and shape is checked against the writer's schema before any
+        is read (``center_share`` is ``(seeds, workers)``, the grid's axes in front for a
+        sweep), the config's values against their types, and the event and record
+        indices against their ranges after.
 
         Raises:
           ConfigError: the file is missing, empty, truncated, not a saved result (a
@@ -342,18 +352,20 @@ class Result:
             format, or inconsistent (arrays whose shapes, types or values do not fit).
         """
         what = "an asynclab result (an .npz written by Result.save)"
-        with _archive.Archive(path, "Result.load", what) as archive:
+        with _files.Archive(path, "Result.load", what) as archive:
             archive.require("result", FORMAT)
-            missing = [name for name in _REQUIRED if name not in archive
-                       and not any(m.startswith(name + "/") for m in archive)]
+            if "config_json" not in archive:
+                raise archive.error("it lacks config_json")
             try:
-                config = json.loads(archive.text("config_json"))
-            except ValueError:
-                config = None
-            if missing or not isinstance(config, dict):
-                problem = (f"it lacks {', '.join(missing)}" if missing
-                           else "its config is not JSON")
-                raise ConfigError(f"Result.load: {str(path)!r} is not {what}: {problem}")
+                config = _files.loads_json(archive.text("config_json"), "its config")
+            except ConfigError as error:
+                raise archive.error(str(error)) from None
+            if not isinstance(config, dict):
+                raise archive.error("its config is not JSON object")
+            try:
+                _files.check_json(config, CONFIG_TYPES, "its config")
+            except ConfigError as error:
+                raise archive.error(str(error)) from None
             _check_layout(archive, config)
             data = archive.read_all()
         fields = {name: data[name] for name in _ARRAYS if name in data}
@@ -366,23 +378,63 @@ class Result:
 FORMAT = 1
 
 
+#: The types of the config values a result records (other keys may hold any JSON).
+CONFIG_TYPES = {
+    "rule": ("text",), "synchronous": ("bool",), "hyperparameters": ("dict",),
+    "problem": ("text",), "dim": ("count",), "workers": ("count",),
+    "seeds": ("list of natural",), "noise": ("finite",), "init": ("text",),
+    "problem_options": ("dict",), "compute": ("dict", "text", "null"),
+    "cluster": ("text", "null"), "commits": ("count", "null"),
+    "horizon": ("finite", "null"), "start": ("list of finite", "null"),
+    "trace_per_seed": ("bool",), "semisync": ("dict", "null"),
+    "defaults_used": ("list of text",), "grid": ("list",), "structure": ("list",),
+    "backend": ("text",),
+}
+
+#: The members of a saved result (the writer's schema): ``seeds`` binds S, ``time`` the
+#: traces (1 or S) and the events T, ``record_events`` the records R; a sweep's grid
+#: axes come first in every per-seed member, and ``center_share`` has one column per
+#: worker of the config (a mixed rule's replayed groups: one per member).
+SCHEMA = {
+    "seeds": _files.Member("iu", (("seeds",),), what="the seeds"),
+    "time": _files.Member("f", (("traces", "events"),), what="simulated seconds per event"),
+    "worker": _files.Member("iu", (("traces", "events"),), what="one per event"),
+    "staleness": _files.Member("iu", (("traces", "events"),), what="one per event"),
+    "record_events": _files.Member("iu", (("records",),), what="one per record"),
+    "loss": _files.Member("f", (("*grid", "seeds", "records"),),
+                          what="grid axes, seeds, records"),
+    "diverged_at": _files.Member("iu", (("*grid", "seeds"),), what="grid axes, seeds"),
+    "final_params": _files.Member("f", (("*grid", "seeds", "..."),), what="grid axes, "
+                                  "seeds, then the parameters' shape"),
+    "final_params/*": _files.Member("f", (("*grid", "seeds", "..."),),
+                                    what="grid axes, seeds, then the leaf's shape"),
+    "metrics/*": _files.Member("f", (("*grid", "seeds", "records"),),
+                               what="grid axes, seeds, records"),
+    "center_path": _files.Member("f", (("*grid", "seeds", "records", "dim"),),
+                                 required=False, what="grid axes, seeds, records, d"),
+    "worker_path": _files.Member("f", (("*grid", "seeds", "events", "dim"),
+                                       ("*grid", "seeds", "events", "path_workers", "dim")),
+                                 required=False, what="grid axes, seeds, events, then d "
+                                 "or (workers, d)"),
+    "center_share": _files.Member("f", (("*grid", "seeds", "workers"),), required=False,
+                                  what="grid axes, seeds, one column per worker"),
+    "goodput": _files.Member("f", (("traces",),), required=False, what="one per trace"),
+    "goodput_per_device_second": _files.Member("f", (("traces",),), required=False,
+                                               what="one per trace"),
+    "config_json": _files.Member("U", ((),), what="the config as JSON"),
+    _files.FORMAT_MEMBER: _files.Member("U", ((),), required=False),
+}
+
+
 def _check_layout(archive, config: dict) -> None:
-    """Shapes and dtypes of a saved result, from the members' headers alone."""
-    shapes = {name: shape for name, (shape, _) in archive.headers.items()}
-    kinds = {name: dtype.kind for name, (_, dtype) in archive.headers.items()}
+    """Shapes and dtypes of a saved result against :data:`SCHEMA`, from the members'
+    headers alone."""
 
     def bad(reason):
         return archive.error(f"inconsistent: {reason}")
 
-    def want(name, expected, kind_set, what):
-        if shapes[name] != tuple(expected):
-            raise bad(f"{name} has shape {shapes[name]}, expected {tuple(expected)} ({what})")
-        if kinds[name] not in kind_set:
-            expected = "floats" if kind_set == "f" else "integers"
-            raise bad(f"{name!r} holds {archive.headers[name][1]} values, expected {expected}")
-
     grid = config.get("grid")
-    axes: tuple[int, ...] = ()
+    dims: dict = {"grid": ()}
     if grid:
         if not (isinstance(grid, list) and all(
                 isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
@@ -393,54 +445,24 @@ def _check_layout(archive, config: dict) -> None:
         names = [pair[0] for pair in grid]
         if len(set(names)) != len(names):
             raise bad(f"config['grid'] names an axis twice ({', '.join(names)})")
-        axes = tuple(len(values) for _, values in grid)
-    if len(shapes["seeds"]) != 1 or shapes["seeds"][0] < 1 or kinds["seeds"] not in "iu":
-        raise bad(f"seeds has shape {shapes['seeds']} of {archive.headers['seeds'][1]}, "
-                  "expected a non-empty list of integers")
-    (n_seeds,) = shapes["seeds"]
-    if len(shapes["time"]) != 2 or shapes["time"][0] not in (1, n_seeds):
-        raise bad(f"time has shape {shapes['time']}, expected (1 or {n_seeds} traces, events)")
-    events = shapes["time"]
-    want("time", events, "f", "simulated seconds per event")
-    want("worker", events, "iu", "one per event")
-    want("staleness", events, "iu", "one per event")
-    if len(shapes["record_events"]) != 1:
-        raise bad(f"record_events has shape {shapes['record_events']}, expected (records,)")
-    records = shapes["record_events"][0]
-    want("record_events", (records,), "iu", "one per record")
-    per_seed = (*axes, n_seeds)
-    want("loss", (*per_seed, records), "f", "grid axes, seeds, records")
-    want("diverged_at", per_seed, "iu", "grid axes, seeds")
-    for name in shapes:
-        if name == "final_params" or name.startswith("final_params/"):
-            if shapes[name][:len(per_seed)] != per_seed or kinds[name] != "f":
-                raise bad(f"{name} has shape {shapes[name]} of {archive.headers[name][1]}, "
-                          f"expected floats of shape {per_seed} + the parameters' shape")
-        elif name.startswith("metrics/"):
-            want(name, (*per_seed, records), "f", "grid axes, seeds, records")
-    if "center_path" in shapes:
-        shape = shapes["center_path"]
-        if shape[:-1] != (*per_seed, records) or kinds["center_path"] != "f":
-            raise bad(f"center_path has shape {shape}, expected {(*per_seed, records)} + (d,)")
-    if "worker_path" in shapes:
-        shape = shapes["worker_path"]
-        if shape[:len(per_seed) + 1] != (*per_seed, events[1]) or len(shape) not in (
-                len(per_seed) + 2, len(per_seed) + 3) or kinds["worker_path"] != "f":
-            raise bad(f"worker_path has shape {shape}, expected {(*per_seed, events[1])} + "
-                      "(d,) or (workers, d)")
-    if "center_share" in shapes:
-        shape = shapes["center_share"]
-        if shape[:-1] != per_seed or len(shape) != len(per_seed) + 1 or shape[-1] < 1 \
-                or kinds["center_share"] != "f":
-            raise bad(f"center_share has shape {shape}, expected {per_seed} + (workers,) "
-                      "of floats")
-    for name in ("goodput", "goodput_per_device_second"):
-        if name in shapes:
-            want(name, events[:1], "f", "one per trace")
-    known = set(_ARRAYS) | {"config_json", _archive.FORMAT_MEMBER}
-    extra = [name for name in shapes if name not in known and "/" not in name]
-    if extra:
-        raise bad(f"unknown member(s) {', '.join(sorted(extra))}")
+        dims["grid"] = tuple(len(values) for _, values in grid)
+    shapes = {name: shape for name, (shape, _) in archive.headers.items()}
+    seeds = shapes.get("seeds")
+    if seeds is not None and (len(seeds) != 1 or seeds[0] < 1):
+        raise bad(f"seeds has shape {seeds}, expected a non-empty list of integers")
+    time = shapes.get("time")
+    if time is not None and seeds is not None and (len(time) != 2 or time[0] not in (
+            1, seeds[0])):
+        raise bad(f"time has shape {time}, expected (1 or {seeds[0]} traces, events)")
+    dims = _files.check_members(archive, SCHEMA, dims)
+    workers, width = config.get("workers"), dims.get("workers")
+    if isinstance(workers, int) and width is not None:
+        group = (config.get("hyperparameters") or {}).get("group_size", 1)
+        group = group if isinstance(group, int) and not isinstance(group, bool) else 1
+        allowed = sorted({workers, workers * group})
+        if width not in allowed:
+            raise bad(f"center_share has {width} columns, expected one per worker: "
+                      f"{' or '.join(map(str, allowed))} (config['workers'] = {workers})")
 
 
 def _check_values(archive, fields: dict, config: dict) -> None:

@@ -36,16 +36,19 @@ class Figure(NamedTuple):
     pass_config: bool = False
     detail: str | tuple[str, ...] | None = None
 
-    def main(self, quick: bool = False, out: str | Path | None = None) -> dict:
+    def main(self, quick: bool = False, out: str | Path | None = None, *,
+             overwrite: bool = False) -> dict:
         """Run the study (its quick config with ``quick``), save its data to
         ``out/data/NAME.npz``, draw ``out/NAME.png`` (and its companions,
-        ``out/NAME_detail.png``, …); returns the study's data."""
+        ``out/NAME_detail.png``, …); returns the study's data. An existing file is
+        replaced only with ``overwrite`` (and only by one of its kind)."""
         from . import default_out, produce
 
         study = importlib.import_module(f"asynclab.studies.{self.study}")
         return produce(self.name, study, self.drawing(), quick=quick,
                        out=default_out() if out is None else out, title=self.title,
-                       pass_config=self.pass_config, detail=self.companions())
+                       pass_config=self.pass_config, detail=self.companions(),
+                       overwrite=overwrite)
 
     def details(self) -> tuple[str, ...]:
         """The ``"module:function"`` of each companion, in order (empty: none)."""

@@ -6,14 +6,12 @@ figures, so a notebook shows them as images rather than through pyplot's own dis
 
 from __future__ import annotations
 
-import io
+from .. import _files
 
 
 def figure_png(fig, dpi: int = 80) -> bytes:
-    """The figure as PNG bytes."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
+    """The figure as PNG bytes (rendered in memory)."""
+    return _files.figure_bytes(fig, format="png", dpi=dpi)
 
 
 def show(fig, output=None, dpi: int = 80) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import html
-import io
 import math
 import time
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .. import _validate
+from .. import _files, _validate
 from .._errors import ConfigError
 from ..cluster import DISTRIBUTIONS, Cluster, ComputeTime, Straggler, heterogeneous
 from ..engine import prepare, run, schedules
@@ -580,11 +579,10 @@ class Explorer:
             self.artists[key].set_xdata([when, when])
 
     def _render(self) -> None:
-        buffer = io.BytesIO()
         # twice the pixels of the shown size: sharp on screens of pixel ratio 2
-        self.figure.savefig(buffer, format="png", dpi=PIXEL_RATIO * self.dpi,
-                            pil_kwargs={"compress_level": 1})
-        self.image.value = buffer.getvalue()
+        self.image.value = _files.figure_bytes(self.figure, format="png",
+                                               dpi=PIXEL_RATIO * self.dpi,
+                                               pil_kwargs={"compress_level": 1})
 
 
 #: The picture is rendered at this many pixels per shown pixel (sharp on HiDPI screens).

@@ -1,5 +1,6 @@
 """Matplotlib drawing of results (no simulation here)."""
 
+from . import _backend  # noqa: F401 (first: MPLBACKEND checked before matplotlib loads)
 from ._compare import compare as compare
 from ._grid import grid as grid
 from ._panels import clip_staleness as clip_staleness

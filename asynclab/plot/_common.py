@@ -8,18 +8,29 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .. import _files
 from ._style import DPI, FONT, sequential  # noqa: E402
 
 
+def checked_path(path, overwrite: bool = False):
+    """``path`` checked by the output policy before anything is drawn (None: no file):
+    an existing file is refused unless ``overwrite``, and then replaced only if it is a
+    picture of the format its name says."""
+    if path is None:
+        return None
+    return _files.output_path(path, "path", kind="figure", overwrite=overwrite)
+
+
 def finish(fig, path=None, title: str | None = None, *, dpi: int = DPI,
-           fontsize: float | None = None, rect=None):
-    """Title (one line), tight layout (within ``rect``), write ``path`` (if given),
-    release the figure; returns it."""
+           fontsize: float | None = None, rect=None, overwrite: bool = False):
+    """Title (one line), tight layout (within ``rect``), write ``path`` (if given, through
+    the output policy, atomically), release the figure; returns it."""
     if title is not None:
         fig.suptitle(title, fontsize=FONT["suptitle"] if fontsize is None else fontsize)
     fig.tight_layout(rect=rect)
     if path is not None:
-        fig.savefig(path, dpi=dpi, bbox_inches="tight", pad_inches=0.15)
+        _files.save_figure(fig, path, "path", overwrite=overwrite, dpi=dpi,
+                           bbox_inches="tight", pad_inches=0.15)
     plt.close(fig)
     return fig
 

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import _tables
+from .. import _files, _tables
 from .._errors import ConfigError
+from ._common import checked_path
 
 METRICS = ("loss", "accuracy", "validation_loss")
 AGAINST = ("time", "commits")
@@ -56,10 +57,11 @@ def series(result, metric: str = "loss", against: str = "time", points: int = 20
     return x, held
 
 
+@_files.writes("figure")
 def compare(results, labels: Sequence[str] | None = None, *,
             metric: str = "loss", against: str = "time",
             band: tuple[float, float] | None = QUARTILES, confidence: float | None = None,
-            by: Sequence[str] | None = None, ax=None, path=None):
+            by: Sequence[str] | None = None, ax=None, path=None, overwrite: bool = False):
     """Draw several runs' records in one panel, one colour each: from results, the median
     over each result's seeds and a band between two quantiles (the quartiles by
     default); from a table of records, the mean over the seeds and its confidence
@@ -82,6 +84,9 @@ def compare(results, labels: Sequence[str] | None = None, *,
         ``cluster`` and the hyperparameter columns that vary).
       ax: an axes to draw on (default: a new figure).
       path: where to write the PNG (None: do not write).
+      overwrite: replace an existing file at ``path`` (only a picture of the
+        format its name says); without it an existing file is a ConfigError, before
+        anything is drawn.
 
     Returns:
       The matplotlib axes.
@@ -95,13 +100,14 @@ def compare(results, labels: Sequence[str] | None = None, *,
     On the logarithmic axis of a loss, a t interval that reaches zero or below runs to
     the bottom of the panel.
     """
+    path = checked_path(path, overwrite)  # checked before any drawing
     if _tables.is_table(results):
         if band is not QUARTILES:
             raise ConfigError("band: a table's band is the confidence interval of the mean; "
                               "set its level with confidence=")
         return _compare_table(results, labels, metric=metric, against=against,
                               confidence=0.95 if confidence is None else confidence, by=by,
-                              ax=ax, path=path)
+                              ax=ax, path=path, overwrite=overwrite)
     for name, value in (("confidence", confidence), ("by", by)):
         if value is not None:
             raise ConfigError(f"{name}: applies to a table of records; results draw the "
@@ -149,7 +155,7 @@ def compare(results, labels: Sequence[str] | None = None, *,
                      fontsize="medium")
     ax.legend(loc="best", fontsize="small")
     if path is not None:
-        ax.figure.savefig(path, dpi=150)
+        _files.save_figure(ax.figure, path, "path", overwrite=overwrite, dpi=150)
     return ax
 
 
@@ -168,7 +174,8 @@ def _label(result) -> str:
     return f"{cfg.get('rule', '?')}, n={cfg.get('workers', '?')}{eta}"
 
 
-def _compare_table(table, labels, *, metric, against, confidence, by, ax, path):
+def _compare_table(table, labels, *, metric, against, confidence, by, ax, path,
+                   overwrite=False):
     """:func:`compare` of a table of records: one line per configuration."""
     import matplotlib.pyplot as plt
 
@@ -237,7 +244,8 @@ def _compare_table(table, labels, *, metric, against, confidence, by, ax, path):
                  fontsize="medium")
     legend_outside(ax, fontsize="small")
     if path is not None:
-        ax.figure.savefig(path, dpi=150, bbox_inches="tight")
+        _files.save_figure(ax.figure, path, "path", overwrite=overwrite, dpi=150,
+                           bbox_inches="tight")
     return ax
 
 

@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from .. import _tables  # noqa: E402
+from .. import _files, _tables  # noqa: E402
 from .._errors import ConfigError  # noqa: E402
-from ._common import finish  # noqa: E402
+from ._common import checked_path, finish  # noqa: E402
 from ._style import (  # noqa: E402
     CYCLE,
     MAX_COLUMNS,
@@ -31,10 +31,11 @@ GRID_WIDTH, LEGEND_WIDTH = 4.2, 2.2
 CAPTION_CHARACTERS = 11
 
 
+@_files.writes("figure")
 @styled
 def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = None,
          row: str | None = None, confidence: float = 0.95, logx: bool | None = None,
-         logy: bool | None = None, path=None):
+         logy: bool | None = None, path=None, overwrite: bool = False):
     """Draw column ``y`` of a study's table against ``x``: in each panel the mean over
     the seeds, one line per value of ``hue``, and its confidence interval, a Student t
     interval of the mean (95 % by default; :func:`asynclab.studies.summary`).
@@ -61,6 +62,9 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
       logy: a logarithmic y axis (default: for means and bounds, all positive, spanning at
         least a factor 100).
       path: where to write the PNG (None: do not write).
+      overwrite: replace an existing file at ``path`` (only a picture of the format its
+        name says); without it an existing file is a ConfigError, before anything is
+        drawn.
 
     Returns:
       The matplotlib figure.
@@ -71,6 +75,7 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
     """
     from ..studies import key_columns, summary
 
+    path = checked_path(path, overwrite)  # checked before any drawing
     pd = _tables.pandas()
     if not _tables.is_table(table):
         raise ConfigError(f"grid draws a pandas DataFrame (asynclab.study), got "
@@ -156,7 +161,7 @@ def grid(table, *, x: str, y: str, hue: str | None = None, col: str | None = Non
     caption = "; ".join(parts)
     if len(caption) > width:  # one line per part
         caption = "\n".join(textwrap.fill(part, width) for part in parts)
-    return finish(fig, path, title=caption)
+    return finish(fig, path, title=caption, overwrite=overwrite)
 
 
 def _values(table, name: str | None) -> list:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -23,7 +26,8 @@ def stragglers(result, share: float = 0.5) -> list[int]:
     return slow_workers(worker, int(result.config.get("workers") or 0), share)
 
 
-def plot_run(result, problem, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def plot_run(result, problem, path=None, *, title: str | None = None, overwrite: bool = False):
     """Loss against simulated time, validation accuracy for a net, the staleness
     histogram and, for 2-D problems, the centre's path.
 
@@ -35,11 +39,15 @@ def plot_run(result, problem, path=None, *, title: str | None = None):
       result: an :class:`asynclab.Result` (a run, not a sweep).
       problem: the problem it was run on.
       path: where to write the PNG (None: do not write).
+      overwrite: replace an existing file at ``path`` (only a picture of the
+        format its name says); without it an existing file is a ConfigError, before
+        anything is drawn.
       title: the figure title (default: built from the result's config).
 
     Returns:
       The matplotlib figure.
     """
+    path = checked_path(path, overwrite)  # checked before any drawing
     config = result.config
     two_d = result.center_path is not None and problem.dim == 2 and problem.domain is not None
     accuracy = bool(result.metrics) and "accuracy" in result.metrics
@@ -82,7 +90,7 @@ def plot_run(result, problem, path=None, *, title: str | None = None):
                  + (f", $\\sigma^2 = {noise:g}$" if noise else "") + seeds)
     fig.suptitle(title)
     if path is not None:
-        fig.savefig(path, dpi=110)
+        _files.save_figure(fig, path, "path", overwrite=overwrite, dpi=110)
     return fig
 
 

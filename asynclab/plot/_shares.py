@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import _files
 from .._errors import ConfigError
+from ._common import checked_path
 
 
 def draw_center_shares(ax, shares, labels: Sequence[str], *, commit_share=None,
@@ -54,8 +56,9 @@ def draw_center_shares(ax, shares, labels: Sequence[str], *, commit_share=None,
     return ax
 
 
+@_files.writes("figure")
 def plot_center_shares(results: Sequence, labels: Sequence[str] | None = None, *, ax=None,
-                       path=None):
+                       path=None, overwrite: bool = False):
     """Who moved the centre, for several results on one cluster: per worker, one bar per
     result (the mean over its seeds of ``Result.center_share``, with the seeds' standard
     deviation) and a black mark at the worker's share of the commits.
@@ -65,6 +68,9 @@ def plot_center_shares(results: Sequence, labels: Sequence[str] | None = None, *
       labels: one per result (default: each result's rule).
       ax: an axes to draw on (default: a new figure).
       path: where to write the PNG (None: do not write).
+      overwrite: replace an existing file at ``path`` (only a picture of the
+        format its name says); without it an existing file is a ConfigError, before
+        anything is drawn.
 
     Returns:
       The matplotlib axes.
@@ -75,6 +81,7 @@ def plot_center_shares(results: Sequence, labels: Sequence[str] | None = None, *
       ...            for r in ("downpour", "dynsgd")]
       >>> plot_center_shares(results, path="shares.png")
     """
+    path = checked_path(path, overwrite)  # checked before any drawing
     results = list(results)
     if not results:
         raise ConfigError("plot_center_shares needs at least one result")
@@ -110,5 +117,5 @@ def plot_center_shares(results: Sequence, labels: Sequence[str] | None = None, *
     ax.set_title(f"who moved the centre (mean over {seeds} seed(s), bars: ± 1 sd)",
                  fontsize="medium")
     if path is not None:
-        ax.figure.savefig(path, dpi=150)
+        _files.save_figure(ax.figure, path, "path", overwrite=overwrite, dpi=150)
     return ax

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -192,7 +195,8 @@ def _draw_shares(ax, activity, workers: int, end: float) -> None:
 
 
 @styled
-def timeline(trace, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def timeline(trace, path=None, *, title: str | None = None, overwrite: bool = False):
     """The timeline of a simulated run: :func:`draw_timeline` of ``trace``, and (when the
     trace holds its activity) each worker's share of the run per kind.
 
@@ -200,6 +204,9 @@ def timeline(trace, path=None, *, title: str | None = None):
       trace: a :class:`~asynclab.cluster.Trace` or :class:`~asynclab.cluster.RoundTrace`;
         simulate it with ``activity=True`` to see the intervals, not only the commits.
       path: where to write the picture (PNG, PDF, SVG, ...; None: do not write).
+      overwrite: replace an existing file at ``path`` (only a picture of the
+        format its name says); without it an existing file is a ConfigError, before
+        anything is drawn.
       title: the figure title (default: what the trace is).
 
     Returns:
@@ -210,6 +217,7 @@ def timeline(trace, path=None, *, title: str | None = None):
       >>> trace = simulate_async(cluster, commits=40, activity=True)
       >>> timeline(trace, "timeline.png")
     """
+    path = checked_path(path, overwrite)  # checked before any drawing
     if not isinstance(trace, Trace | RoundTrace):
         raise ConfigError(f"timeline draws a Trace or a RoundTrace, got "
                           f"{type(trace).__name__}")
@@ -237,4 +245,4 @@ def timeline(trace, path=None, *, title: str | None = None):
         what = "rounds" if s.synchronous else "commits"
         title = (f"{kind} cluster: {s.workers} {unit}, $\\lambda$ = {trace.local_steps}, "
                  f"{trace.n_events} {what} in {s.end:.4g} s")
-    return finish(fig, path, title, rect=rect)
+    return finish(fig, path, title, rect=rect, overwrite=overwrite)

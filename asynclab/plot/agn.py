@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -82,8 +85,11 @@ def _curve_panel(ax, data, axis: str, seeds: int | None = None):
 
 
 @styled
-def plot_agn(data: dict, path=None, *, config: dict | None = None, title: str | None = None):
+@_files.writes("figure")
+def plot_agn(data: dict, path=None, *, config: dict | None = None, title: str | None = None,
+             overwrite: bool = False):
     """AGN commit directions for several λ, cosine vs λ, loss vs commits and vs time."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     config = dict(config or {})
     shown = len(data["shown_local_steps"])
     fig = plt.figure(figsize=(4.3 * (shown + 1) + 1, 11))
@@ -103,4 +109,4 @@ def plot_agn(data: dict, path=None, *, config: dict | None = None, title: str | 
     _curve_panel(ax, data, "time", seeds)
     ax.set_title(r"per simulated second: $n$ workers commit $n\times$ as often" "\n"
                  r"(a batch of $\lambda m$ costs $\lambda\times$ the compute time)")
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)

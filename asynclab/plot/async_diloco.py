@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
@@ -32,10 +35,12 @@ def _curves(ax, data, x_key, y_key, *, scale=1.0):
 
 
 @styled
-def plot_async_diloco(data: dict, path=None, title: str | None = None):
+@_files.writes("figure")
+def plot_async_diloco(data: dict, path=None, title: str | None = None, *, overwrite: bool = False):
     """Training loss against simulated time and against gradient evaluations, and the
     validation accuracy against simulated time; lines: mean over seeds, bands: their
     range."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     fig, (loss_time, loss_work, accuracy) = panels(3)
     _curves(loss_time, data, "time", "loss")
     loss_time.set_xlabel("simulated seconds (equal wall-clock budget)")
@@ -54,4 +59,4 @@ def plot_async_diloco(data: dict, path=None, title: str | None = None):
     accuracy.set_title("validation accuracy")
     accuracy.set_ylim(0, 100)
     legend_below(loss_work, ncol=3, gap=0.2)
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)

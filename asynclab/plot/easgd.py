@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
@@ -163,9 +166,11 @@ def _check_panel(ax, data):
 
 
 @styled
-def plot_easgd(data: dict, path=None):
+@_files.writes("figure")
+def plot_easgd(data: dict, path=None, *, overwrite: bool = False):
     """Top: synchronous EASGD on Beale (paths for two ρ, central loss). Bottom: the
     worker–centre distance, asynchronous EASGD's stability over λ × ρ and at λ = 1."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     rhos = [float(r) for r in data["elasticities"]]
     fig, axes = panels(6, width=5.4, height=5.4)
     for ax, rho in zip(axes[:2], rhos[:2], strict=False):
@@ -177,13 +182,15 @@ def plot_easgd(data: dict, path=None):
     _check_panel(axes[5], data)
     return finish(fig, path, f"EASGD: the elastic equilibrium ({_settings(data)}, "
                   f"{int(data['rounds']):,} rounds, noise-free) and why asynchronous EASGD "
-                  "diverges with a short communication period")
+                  "diverges with a short communication period", overwrite=overwrite)
 
 
 @styled
-def plot_easgd_detail(data: dict, path=None):
+@_files.writes("figure")
+def plot_easgd_detail(data: dict, path=None, *, overwrite: bool = False):
     """The local work done with the early stop; synchronous EASGD's stability region in
     the (ηh, α) plane for every p (where simulated)."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     stability = "stability_workers" in data
     count = 1 + (len(data["stability_workers"]) if stability else 0)
     fig, axes = panels(count, columns=2, width=5.6, height=4.4)
@@ -191,7 +198,7 @@ def plot_easgd_detail(data: dict, path=None):
     if stability:
         _draw_stability(axes[1:], data)
     return finish(fig, path, "EASGD in detail: the local work the early stop leaves, and "
-                  "synchronous EASGD's stability region")
+                  "synchronous EASGD's stability region", overwrite=overwrite)
 
 
 def _taken_panel(ax, data):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -60,11 +63,14 @@ def _lines(ax, data, values, labels, band=None, *, mark: bool = False) -> bool:
 
 
 @styled
-def plot_failures(data: dict, path=None, title: str | None = None, config: dict | None = None):
+@_files.writes("figure")
+def plot_failures(data: dict, path=None, title: str | None = None, config: dict | None = None, *,
+                  overwrite: bool = False):
     """Left: goodput (useful over all gradient evaluations started); middle: useful
     evaluations per device-second; right: simulated seconds to the target loss (median,
     quartiles), each against the MTBF. One line per rule; a median time that did not reach
     the target is an open marker at the top edge."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     config = config or {}
     labels = [str(rule) for rule in data["rules"]]
     fig, axes = plt.subplots(1, 3, figsize=(16, 5.4))
@@ -88,4 +94,4 @@ def plot_failures(data: dict, path=None, title: str | None = None, config: dict 
         _mtbf_axis(ax, data["mtbf"])
     handles = axes[1].get_legend_handles_labels()[0] + ([missed_handle()] if missed else [])
     legend_below(axes[1], ncol=len(handles), gap=0.14, handles=handles)
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)

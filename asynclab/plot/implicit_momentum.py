@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -17,8 +20,11 @@ def _loss(path, h):
 
 
 @styled
-def plot_implicit_momentum(data: dict, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def plot_implicit_momentum(data: dict, path=None, *, title: str | None = None,
+                           overwrite: bool = False):
     """Mean central loss against heavy ball, the gap between them, and the fitted μ vs n."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     n = data["n"]
     h = data["h"]
     commits = data["commits"]
@@ -73,4 +79,4 @@ def plot_implicit_momentum(data: dict, path=None, *, title: str | None = None):
                  r"$\Delta_t = \mu \Delta_{t-1} - (1 - \mu)\, \eta\, "
                  r"\nabla L(\mathbb{E}\,\tilde\theta_t)$")
     legend_below(ax, ncol=1)
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -157,9 +160,11 @@ def _worker_panel(ax, data):
 
 
 @styled
-def plot_mnist_rules(data: dict, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def plot_mnist_rules(data: dict, path=None, *, title: str | None = None, overwrite: bool = False):
     """Final accuracy per (n, λ), time to target and temporal efficiency; the curves of
     one cell."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     fig, axes = panels(6, width=5.4, height=4.2)
     for j in range(2):
         if j < len(data["windows"]):
@@ -171,16 +176,21 @@ def plot_mnist_rules(data: dict, path=None, *, title: str | None = None):
     _efficiency_panel(axes[3], data)
     _curves_panel(axes[4], data, "accuracy")
     _curves_panel(axes[5], data, "loss")
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)
 
 
 @styled
-def plot_mnist_rules_detail(data: dict, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def plot_mnist_rules_detail(data: dict, path=None, *, title: str | None = None,
+                            overwrite: bool = False):
     """ADAG's scale factors per commit and per worker in its first commits."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     fig, axes = panels(2, width=5.6, height=4.2)
     _scale_panel(axes[0], data)
     _worker_panel(axes[1], data)
     lam = data["windows"]
     probe = data[f"probe_per_worker_{int(lam[0])}"]
-    return finish(fig, path, f"MNIST: ADAG's scale factor in its first commits "
-                  f"($n$ = {probe.shape[-1]}, {probe.shape[0]} seed(s) per $\\lambda$)")
+    return finish(fig, path,
+                  f"MNIST: ADAG's scale factor in its first commits "
+                  f"($n$ = {probe.shape[-1]}, {probe.shape[0]} seed(s) per $\\lambda$)",
+                  overwrite=overwrite)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -46,9 +49,11 @@ def probability_bars(ax, workers, lams, p, low, high, labels):
 
 
 @styled
-def plot_model_averaging_mc(data: dict, path=None):
+@_files.writes("figure")
+def plot_model_averaging_mc(data: dict, path=None, *, overwrite: bool = False):
     """Bars of P(success) against n for each λ of the bar chart, with 95 % Wilson
     intervals, and a heatmap over (n, λ)."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     workers = np.asarray(data["workers"])
     lams = [int(v) for v in data["local_steps"]]
     bar_lams = [int(v) for v in data["bar_local_steps"]]
@@ -94,4 +99,4 @@ def plot_model_averaging_mc(data: dict, path=None):
                  r"($\pm$ half the 95 % interval)")
     fig.colorbar(image, ax=hx, label="$P$(success)")
     return finish(fig, path, rf"Model averaging with random starts on Beale: $\eta$ = "
-                  rf"{eta:g}, $\sigma^2$ = {noise:g}", rect=(0, 0.08, 1, 1))
+                  rf"{eta:g}, $\sigma^2$ = {noise:g}", rect=(0, 0.08, 1, 1), overwrite=overwrite)

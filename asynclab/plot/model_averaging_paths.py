@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
@@ -93,10 +96,12 @@ def _title(data, what: str) -> str:
 
 
 @styled
-def plot_model_averaging_paths(data: dict, path=None):
+@_files.writes("figure")
+def plot_model_averaging_paths(data: dict, path=None, *, overwrite: bool = False):
     """Worker and central paths on Beale's contours for the smallest and largest λ (both
     initialisations), the centre's loss against local steps and the spread of the
     workers' end points."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     problem = get_problem("beale")
     lams = [int(v) for v in data["local_steps"]]
     inits = [str(v) for v in data["inits"]]
@@ -111,12 +116,15 @@ def plot_model_averaging_paths(data: dict, path=None):
                 legend_below(ax, ncol=2, gap=0.13)
     _loss_panel(fig.add_subplot(grid[0, -1]), data, lams, inits)
     _spread_panel(fig.add_subplot(grid[1, -1]), data, lams, inits)
-    return finish(fig, path, _title(data, ": identical against random initialisation"))
+    return finish(fig, path, _title(data, ": identical against random initialisation"),
+                  overwrite=overwrite)
 
 
 @styled
-def plot_model_averaging_paths_detail(data: dict, path=None):
+@_files.writes("figure")
+def plot_model_averaging_paths_detail(data: dict, path=None, *, overwrite: bool = False):
     """The paths of the λ between the smallest and the largest."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     problem = get_problem("beale")
     lams = [int(v) for v in data["local_steps"]]
     inits = [str(v) for v in data["inits"]]
@@ -135,4 +143,4 @@ def plot_model_averaging_paths_detail(data: dict, path=None):
                 labels.append(label)
     fig.legend(handles, labels, loc="lower center", ncol=3, bbox_to_anchor=(0.5, 0.0))
     what = r", $\lambda \in$ {" + ", ".join(str(lam) for lam in rest) + "}"
-    return finish(fig, path, _title(data, what), rect=(0, 0.06, 1, 0.98))
+    return finish(fig, path, _title(data, what), rect=(0, 0.06, 1, 0.98), overwrite=overwrite)

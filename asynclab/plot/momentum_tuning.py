@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -198,11 +201,14 @@ def _trajectory_panel(ax, data):
 
 
 @styled
-def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None,
+                         overwrite: bool = False):
     """Top: the measured rate of the seed-averaged centre under the theorem's γ for a
     middle and the largest n, theorem against measurement point by point. Bottom: single
     runs at the largest n, the optimal μ against n, mean trajectories against single
     runs."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     n = list(data["n"])
     last = len(n) - 1
     middle = n.index(4) if 4 in n and len(n) > 1 else 0
@@ -213,10 +219,10 @@ def plot_momentum_tuning(data: dict, path=None, *, title: str | None = None):
     _runs_map(fig, axes[3], data, last, bar=True, legend=True)
     _optimum_panel(axes[4], data)
     _trajectory_panel(axes[5], data)
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)
 
 
-def _every_n(data, path, title, draw_map, label, heading):
+def _every_n(data, path, title, draw_map, label, heading, overwrite=False):
     """One map per n (``draw_map``: :func:`_rate_map` or :func:`_runs_map`), at most
     ``MAX_COLUMNS`` a row; the cell after the last map holds
     their shared colour bar and legend (neither is a panel)."""
@@ -236,21 +242,28 @@ def _every_n(data, path, title, draw_map, label, heading):
                bbox_to_anchor=(0.5, 0.55), borderaxespad=0.0, fontsize=FONT["base"])
     if title is not None:  # the study's settings (after the title's colon) kept
         heading = f"{heading}; {title.partition(': ')[2]}"
-    return finish(fig, path, heading)
+    return finish(fig, path, heading, overwrite=overwrite)
 
 
 @styled
-def plot_momentum_tuning_rates(data: dict, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def plot_momentum_tuning_rates(data: dict, path=None, *, title: str | None = None,
+                               overwrite: bool = False):
     """The measured rate of the seed-mean centre under the theorem's γ, one map per n
     (``momentum_tuning_detail.png``)."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     return _every_n(data, path, title, _rate_map, _RATE_LABEL,
                     r"DOWNPOUR ($\lambda$ = 1), server momentum, every $n$: rate of the "
-                    "seed-mean centre")
+                    "seed-mean centre", overwrite=overwrite)
 
 
 @styled
-def plot_momentum_tuning_runs(data: dict, path=None, *, title: str | None = None):
+@_files.writes("figure")
+def plot_momentum_tuning_runs(data: dict, path=None, *, title: str | None = None,
+                              overwrite: bool = False):
     """Single runs' median commits to target, one map per n
     (``momentum_tuning_detail_2.png``)."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     return _every_n(data, path, title, _runs_map, _RUNS_LABEL,
-                    r"DOWNPOUR ($\lambda$ = 1), server momentum, every $n$: single runs")
+                    r"DOWNPOUR ($\lambda$ = 1), server momentum, every $n$: single runs",
+                    overwrite=overwrite)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import finish
+from .. import _files
+from ._common import checked_path, finish
 from ._shares import draw_center_shares
 from ._style import CYCLE, RULE_COLORS, RULE_NAMES, legend_below, panels, styled, tex
 
 
 @styled
-def plot_movers(data: dict, path=None, title: str | None = None):
+@_files.writes("figure")
+def plot_movers(data: dict, path=None, title: str | None = None, *, overwrite: bool = False):
     """Left: each worker's share of the centre's movement per rule, and its share of the
     commits. Right: the ratio of the two against the worker's compute-time factor (1:
     its commits moved the centre as much as anyone's; below 1: a rule damped them)."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     labels = [str(label) for label in data["labels"]]
     colors = [RULE_COLORS.get(label, CYCLE[i % len(CYCLE)]) for i, label in enumerate(labels)]
     labels = [RULE_NAMES.get(label, label) for label in labels]
@@ -40,4 +43,4 @@ def plot_movers(data: dict, path=None, title: str | None = None):
     right.set_ylabel("share of movement / share of commits")
     right.set_title("damping moves share to the fast workers")
     legend_below(right, ncol=2, gap=0.2)
-    return finish(fig, path, None if title is None else tex(title))
+    return finish(fig, path, None if title is None else tex(title), overwrite=overwrite)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -13,8 +16,10 @@ from ._common import finish, series_colors  # noqa: E402
 from .model_averaging_mc import probability_bars  # noqa: E402
 
 
-def plot_executors(data: dict, path=None):
+@_files.writes("figure")
+def plot_executors(data: dict, path=None, *, overwrite: bool = False):
     """The central loss of both executors against commits, and their wall times."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     fig, (ax, wx) = plt.subplots(1, 2, figsize=(12, 4.2),
                                  gridspec_kw={"width_ratios": [1.4, 1]})
     device, replayed = data["device"], data["replay"]
@@ -38,13 +43,15 @@ def plot_executors(data: dict, path=None):
     wx.set_ylabel("wall time (s)")
     wx.set_title(f"{data['segments']} device calls on {data['platform']} devices", fontsize=10)
     wx.legend(fontsize=9)
-    return finish(fig, path)
+    return finish(fig, path, overwrite=overwrite)
 
 
-def plot_running_probability(data: dict, path=None):
+@_files.writes("figure")
+def plot_running_probability(data: dict, path=None, *, overwrite: bool = False):
     """Left: P(success) against n for each λ with its 95 % Wilson interval, as far as
     the runs have come. Right: every cell's estimate and interval against the number of
     runs, narrowing as they accumulate."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     workers = data["workers"]
     lams = [int(v) for v in data["local_steps"]]
     fig, (ax, rx) = plt.subplots(1, 2, figsize=(13, 4.6))
@@ -74,14 +81,16 @@ def plot_running_probability(data: dict, path=None):
     rx.set_title("the intervals narrow as 1/√runs", fontsize=10)
     rx.legend(fontsize=7, ncol=2, loc="lower right")
     return finish(fig, path, f"Model averaging on Beale, η = {data['learning_rate']:g}, "
-                             f"σ² = {data['noise']:g}", fontsize=11)
+                             f"σ² = {data['noise']:g}", fontsize=11, overwrite=overwrite)
 
 
+@_files.writes("figure")
 def plot_rule_comparison(results: dict, scales=None,
-                         path=None, *, title: str | None = None):
+                         path=None, *, title: str | None = None, overwrite: bool = False):
     """The centre's validation accuracy and its training loss against simulated time for
     every rule, and (given ``scales``) the factor the server applied at every commit
     against the commit's staleness."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     panels = 3 if scales is not None else 2
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.4))
     colors = series_colors(len(results))
@@ -110,4 +119,4 @@ def plot_rule_comparison(results: dict, scales=None,
         ax.set_ylabel("scale factor, mean over the weights")
         ax.set_title(f"the server's scale factors (mean {scales.scale.mean():.3f}, "
                      f"smallest {scales.scale.min():.3f})", fontsize=10)
-    return finish(fig, path, title, fontsize=11)
+    return finish(fig, path, title, fontsize=11, overwrite=overwrite)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -122,9 +125,11 @@ def _outcome(ax, rates, loss, names, stable, target, title):
 
 
 @styled
-def plot_real_cluster(data: dict, path=None, config=None):
+@_files.writes("figure")
+def plot_real_cluster(data: dict, path=None, config=None, *, overwrite: bool = False):
     """Step times with fits, the straggler series, staleness histograms, and DOWNPOUR's
     final loss against η on the logged cluster and under the exponential assumption."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     big = "big_loss" in data
     fig, axes = plt.subplots(2, 3, figsize=(17, 11.5))
     _step_times(axes[0, 0], data)
@@ -146,4 +151,4 @@ def plot_real_cluster(data: dict, path=None, config=None):
     else:
         axes[1, 2].axis("off")
     return finish(fig, path, "A real cluster (threads backend, 2 cores) against the "
-                  "exponential assumption with the same mean step time")
+                  "exponential assumption with the same mean step time", overwrite=overwrite)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -67,10 +70,13 @@ def _curve_panel(ax, data, c, shown, target):
 
 
 @styled
-def plot_scaling(data: dict, path=None, title: str | None = None, config: dict | None = None):
+@_files.writes("figure")
+def plot_scaling(data: dict, path=None, title: str | None = None, config: dict | None = None, *,
+                 overwrite: bool = False):
     """Rows: the homogeneous cluster, the one with slow workers. Columns: time to target
     against n, final validation error against n, accuracy against simulated time at the
     largest n ≤ 8 (the TensorFlow study's largest cluster)."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     config = config or {}
     target = float(config.get("target", 0.9))
     n = data["workers"]
@@ -92,4 +98,4 @@ def plot_scaling(data: dict, path=None, title: str | None = None, config: dict |
     axes[0, 0].legend(loc="lower left")
     axes[0, 1].legend(loc="upper left")
     axes[0, 2].legend(loc="lower right")
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)

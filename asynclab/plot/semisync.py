@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -83,11 +86,14 @@ def _curve_panel(ax, data, labels, shown, target):
 
 
 @styled
-def plot_semisync(data: dict, path=None, title: str | None = None, config: dict | None = None):
+@_files.writes("figure")
+def plot_semisync(data: dict, path=None, title: str | None = None, config: dict | None = None, *,
+                  overwrite: bool = False):
     """Left: simulated seconds to the target loss against n; middle: the loss at the
     horizon against n; right: the loss over simulated time at one n (``config["shown"]``,
     else the largest n). One line per mode; a median time that did not reach the target is
     an open marker at the top edge."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     config = config or {}
     target = float(config.get("target", 0.2))
     shown = int(config.get("shown", int(data["workers"].max())))
@@ -103,4 +109,4 @@ def plot_semisync(data: dict, path=None, title: str | None = None, config: dict 
     axes[2].set_title(f"loss over simulated time, $n$ = {shown}", fontsize=10)
     handles = axes[1].get_legend_handles_labels()[0] + ([missed_handle()] if missed else [])
     legend_below(axes[1], ncol=3, gap=0.14, handles=handles)
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)

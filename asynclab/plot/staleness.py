@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 
@@ -12,8 +15,10 @@ from ._style import OKABE_ITO, panels, styled, tex  # noqa: E402
 
 
 @styled
-def plot_staleness(data: dict, path=None):
+@_files.writes("figure")
+def plot_staleness(data: dict, path=None, *, overwrite: bool = False):
     """One panel per cluster: the staleness histogram, the geometric fit, E[τ] and n − 1."""
+    path = checked_path(path, overwrite)  # checked before any drawing
     k = len(data["n"])
     fig, axes = panels(k, width=5.0, height=3.7)
     for i, ax in enumerate(axes):
@@ -45,4 +50,4 @@ def plot_staleness(data: dict, path=None):
         ax.set_ylabel("fraction of commits")
         ax.legend(loc="upper right")
     return finish(fig, path, r"Staleness distributions: the mean stays $n - 1$, the shape "
-                  "changes")
+                  "changes", overwrite=overwrite)

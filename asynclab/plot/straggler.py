@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import matplotlib
 
+from .. import _files
+from ._common import checked_path
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -118,16 +121,21 @@ def _basin_panel(ax, data, problem, config):
 
 
 @styled
+@_files.writes("figure")
 def plot_straggler(data: dict, path=None, *, config: dict | None = None,
-                   title: str | None = None):
+                   title: str | None = None, overwrite: bool = False):
     """Paths on Beale's contours, loss around the straggler's commit, the whole run, basins.
 
     Args:
       data: the output of :func:`asynclab.studies.straggler.run`.
       path: where to write the PNG (None: do not write).
+      overwrite: replace an existing file at ``path`` (only a picture of the
+        format its name says); without it an existing file is a ConfigError, before
+        anything is drawn.
       config: the study's configuration as a dict (for labels).
       title: the figure title.
     """
+    path = checked_path(path, overwrite)  # checked before any drawing
     config = dict(config or {})
     problem = get_problem("beale")
     fig, axes = plt.subplots(2, 2, figsize=(14, 13))
@@ -135,4 +143,4 @@ def plot_straggler(data: dict, path=None, *, config: dict | None = None,
     _aligned_panel(axes[0, 1], data)
     _convergence_panel(axes[1, 0], data, config)
     _basin_panel(axes[1, 1], data, problem, config)
-    return finish(fig, path, title)
+    return finish(fig, path, title, overwrite=overwrite)

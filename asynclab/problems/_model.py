@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import os
-import zipfile
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -63,33 +62,12 @@ METRICS = ("accuracy",)
 
 def read_arrays(path, field: str):
     """The arrays of a ``.npy`` file (memory-mapped: rows are read when used) or of a
-    ``.npz`` file (a dict of its members), read with ``allow_pickle=False``.
+    ``.npz`` file (a dict of its members), through the lab's one reader
+    (``asynclab._files.read_arrays``): sizes are checked before any data are read,
+    pickles never loaded; a ConfigError names ``field`` otherwise."""
+    from .. import _files
 
-    The one place :func:`from_model` reads a file: sizes are checked before any data are
-    read (a truncated ``.npy``, members that would not fit in memory).
-
-    Raises:
-      ConfigError: naming ``field``: no such file, another suffix, a file numpy cannot
-        read without pickles, or members larger than the free memory.
-    """
-    path = _validate.input_file(path, field)
-    suffix = path.suffix.lower()
-    if suffix not in (".npy", ".npz"):
-        raise ConfigError(f"{field}: {str(path)!r} is not a .npy or .npz file")
-    try:
-        if suffix == ".npy":
-            return np.load(path, mmap_mode="r", allow_pickle=False)
-        with zipfile.ZipFile(path) as archive:
-            total = sum(member.file_size for member in archive.infolist())
-        _validate.check_memory(total, field, what=f"reading {path.name}",
-                               advice="give a memory-mapped .npy instead")
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except ConfigError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
-        raise ConfigError(f"{field}: cannot read {str(path)!r} without pickles: "
-                          f"{error}") from None
+    return _files.read_arrays(path, field)
 
 
 def _array_like(value, field: str):

@@ -161,7 +161,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="budget in sync rounds")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0, 1, …")
     parser.add_argument("--save", default=None, help="also save the data here (.npz)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --save if it exists (only a study's data)")
     args = parser.parse_args(argv)
+    if args.save:  # checked before the run
+        from .. import _files
+
+        _files.output_path(args.save, "--save", kind="study", overwrite=args.overwrite)
     config = Config.quick() if args.quick else Config()
     changes = {k: v for k, v in (("rounds", args.rounds), ("seeds", args.seeds)) if v}
     config = dataclasses.replace(config, **changes)
@@ -169,7 +175,7 @@ def main(argv=None) -> int:
     if args.save:
         from ._io import save
 
-        save(args.save, data, config)
+        save(args.save, data, config, overwrite=args.overwrite)
     print(table(data))
     return 0
 

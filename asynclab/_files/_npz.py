@@ -1,4 +1,4 @@
-"""asynclab's files on disk: ``.npz`` archives with a format version, read member by member.
+"""asynclab's ``.npz`` archives: a format version, read member by member, written atomically.
 
 Results, study data and checkpoints are ``.npz`` archives (a zip of ``.npy`` arrays). Each
 one written now holds a member ``asynclab_format``, the text ``"KIND VERSION"`` (e.g.
@@ -11,16 +11,17 @@ then reads it. Pickled (object) arrays are never loaded.
 
 from __future__ import annotations
 
-import json
 import math
 import zipfile
 import zlib
-from pathlib import Path
 
 import numpy as np
 
-from . import _validate
-from ._errors import ConfigError
+from .. import _validate
+from .._errors import ConfigError
+from ._paths import size
+from ._read import input_file, loads_json, open_binary
+from ._registry import reads
 
 #: The member that names the kind of file and its format version.
 FORMAT_MEMBER = "asynclab_format"
@@ -53,12 +54,15 @@ class Archive:
     """
 
     def __init__(self, path, field: str, what: str):
-        self.path = _validate.input_file(path, field)
+        self.path = input_file(path, field)
         self.field, self.what = field, what
+        self._file = open_binary(self.path, field)
         try:
-            self._zip = zipfile.ZipFile(self.path)
+            self._zip = zipfile.ZipFile(self._file)
         except (OSError, zipfile.BadZipFile, EOFError, ValueError):
-            raise self.error(self._not_npz_reason()) from None
+            reason = self._not_npz_reason()
+            self._file.close()
+            raise self.error(reason) from None
         try:
             infos = {info.filename[:-4]: info for info in self._zip.infolist()
                      if info.filename.endswith(".npy")}
@@ -66,23 +70,26 @@ class Archive:
                 raise self.error("a zip file without .npy arrays")
             self._infos = infos
             self.headers = {name: self._header(name) for name in infos}
+            total = sum(_nbytes(shape, dtype) for shape, dtype in self.headers.values())
+            _validate.check_memory(2 * total, f"{field} {str(self.path)!r}",
+                                   what="its arrays",
+                                   advice="read it on a machine with more memory")
         except BaseException:
-            self._zip.close()
+            self.close()
             raise
-        total = sum(_nbytes(shape, dtype) for shape, dtype in self.headers.values())
-        _validate.check_memory(2 * total, f"{field} {str(self.path)!r}", what="its arrays",
-                               advice="read it on a machine with more memory")
 
     # ------------------------------------------------------------------ opening
     def _not_npz_reason(self) -> str:
-        with open(self.path, "rb") as file:
-            magic = file.read(6)
+        self._file.seek(0)
+        magic = self._file.read(6)
         if magic == b"\x93NUMPY":
             return "a single .npy array, not an .npz archive"
         return "not an .npz archive, or a truncated one"
 
     def error(self, reason: str) -> ConfigError:
-        return ConfigError(f"{self.field}: {str(self.path)!r} is not {self.what} ({reason})")
+        error = ConfigError(f"{self.field}: {str(self.path)!r} is not {self.what} ({reason})")
+        error.reason = reason  # what the file is instead, for the writer's refusals
+        return error
 
     def _header(self, name: str) -> tuple[tuple[int, ...], np.dtype]:
         info = self._infos[name]
@@ -104,8 +111,8 @@ class Archive:
         stored = info.compress_size * (MAX_EXPANSION if info.compress_type else 1)
         if offset + need > info.file_size or need > stored:
             raise self.error(
-                f"member {name!r} declares shape {shape} of {dtype} ({_validate.size(need)}), "
-                f"more than the file holds ({_validate.size(info.compress_size)} stored): "
+                f"member {name!r} declares shape {shape} of {dtype} ({size(need)}), "
+                f"more than the file holds ({size(info.compress_size)} stored): "
                 "it is damaged or was not written by asynclab")
         return tuple(int(n) for n in shape), dtype
 
@@ -136,10 +143,11 @@ class Archive:
         return str(self[name])
 
     def json(self, name: str):
+        """A member holding one JSON text, parsed after its nesting depth is checked."""
         try:
-            return json.loads(self.text(name))
-        except ValueError:
-            raise self.error(f"member {name!r} is not JSON") from None
+            return loads_json(self.text(name), f"member {name!r}")
+        except ConfigError as error:
+            raise self.error(str(error)) from None
 
     def kind(self) -> str | None:
         """The kind of asynclab file this is (stored, or told by a member only that kind
@@ -158,7 +166,7 @@ class Archive:
         """
         found = self.kind()
         if found != kind:
-            other = (_READ_WITH.get(found) or
+            other = (READ_WITH.get(found) or
                      f"an .npz of other arrays ({', '.join(sorted(self)[:6]) or 'none'})")
             raise ConfigError(f"{self.field}: {str(self.path)!r} is not {self.what}: it is "
                               f"{other}")
@@ -186,7 +194,11 @@ class Archive:
         return version
 
     def close(self) -> None:
-        self._zip.close()
+        try:
+            if hasattr(self, "_zip"):
+                self._zip.close()
+        finally:
+            self._file.close()
 
     def __enter__(self) -> Archive:
         return self
@@ -199,45 +211,38 @@ class Archive:
 _LEGACY_MARK = {"result": "config_json", "study": "__meta__", "checkpoint": "header"}
 
 #: What each kind of file is, and what reads it, for messages.
-_READ_WITH = {
+READ_WITH = {
     "result": "a saved result (read it with asynclab.Result.load)",
     "study": "a study's data (read it with asynclab.studies.load)",
     "checkpoint": "a checkpoint of a run on devices (give it to --resume / run_pmap)",
 }
 
 
-def check_kind(path, kind: str, field: str) -> None:
-    """Refuse to replace ``path`` unless it is an asynclab file of ``kind``.
-
-    Raises:
-      ConfigError: naming ``field``: the file is something else (another kind of asynclab
-        file, another program's file, or damaged).
-    """
-    what = f"an asynclab {kind} file"
-    try:
-        with Archive(path, field, what) as archive:
-            archive.require(kind, 2**31)
-    except ConfigError as error:
-        raise ConfigError(f"{error}; --overwrite replaces only {what}, so nothing was "
-                          "written: choose another name") from None
-
-
 def _nbytes(shape, dtype: np.dtype) -> int:
     return math.prod(int(n) for n in shape) * dtype.itemsize
 
 
-def write(path: Path, arrays: dict[str, np.ndarray], *, kind: str, version: int,
-          compressed: bool = True) -> Path:
-    """Write ``arrays`` and the format member to ``path`` through a temporary file, so a
-    write that fails leaves the previous file whole."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    arrays = {**arrays, FORMAT_MEMBER: format_member(kind, version)}
+@reads("arrays")
+def read_arrays(path, field: str):
+    """A user's arrays: a ``.npy`` file memory-mapped (rows are read when used), or the
+    members of a ``.npz`` file as a dict, read member by member through :class:`Archive`
+    (sizes checked against the file and the free memory first); never pickles.
+
+    Raises:
+      ConfigError: naming ``field``: no such file, not a regular file, neither a ``.npy``
+        nor a ``.npz`` by its first bytes, or a file numpy cannot read without pickles.
+    """
+    path = input_file(path, field)
+    with open_binary(path, field) as file:
+        magic = file.read(6)
+    if magic.startswith(b"PK"):
+        with Archive(path, field, "a .npz of arrays") as archive:
+            return archive.read_all()
+    if magic != b"\x93NUMPY":
+        raise ConfigError(f"{field}: {str(path)!r} is neither a .npy nor a .npz file (by its "
+                          "first bytes)")
     try:
-        (np.savez_compressed if compressed else np.savez)(tmp, **arrays)
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise ConfigError(f"{field}: cannot read {str(path)!r} without pickles: "
+                          f"{error}") from None
