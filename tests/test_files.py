@@ -36,6 +36,7 @@ from asynclab.cluster import (
     simulate_async,
     write_log,
 )
+from asynclab.problems._model import read_arrays
 
 PACKAGE = Path(asynclab.__file__).resolve().parent
 
@@ -130,7 +131,7 @@ READERS = {
     "asynclab.backends._checkpoint.read": lambda p: _checkpoint.read(p, {"events": 4}),
     "asynclab.cluster._logs.read_log": lambda p: read_log(p),
     "asynclab.cluster._availability.read_availability": lambda p: read_availability(p),
-    "asynclab._files._npz.read_arrays": lambda p: _files.read_arrays(p, "x"),
+    "asynclab.problems._model.read_arrays": lambda p: read_arrays(p, "x"),
 }
 
 
@@ -165,22 +166,24 @@ def _figure_writers() -> dict:
             continue
         module, _, qualname = name.rpartition(".")
         function = getattr(importlib.import_module(module), qualname)
-        required = [p for p in inspect.signature(function).parameters.values()
+        parameters = inspect.signature(function).parameters.values()
+        required = [p for p in parameters
                     if p.name != "path" and p.default is inspect.Parameter.empty
                     and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-        out[name] = (".png", _drawing(function, len(required)))
+        named = [p.name for p in parameters
+                 if p.default is inspect.Parameter.empty and p.kind is p.KEYWORD_ONLY]
+        out[name] = (".png", _drawing(function, len(required), named))
     return out
 
 
-def _drawing(function, blanks: int):
+def _drawing(function, blanks: int, named=()):
     """A drawing called with ``path`` (its data: a real trace for the timeline, else
     None, which it never reaches when the path is refused first)."""
 
     def call(p, o, r):
         if function.__name__ == "timeline":
             return function(_trace(), p, overwrite=o)
-        return function(*[None] * blanks, path=p, overwrite=o)
+        return function(*[None] * blanks, **dict.fromkeys(named), path=p, overwrite=o)
 
     return call
 
@@ -461,6 +464,9 @@ ALLOWED = {
     ("cluster/_logs.py", "pq.write_table(pa.table("): "into the writer's temporary file",
     ("cluster/_logs.py", "gzip.GzipFile(fileobj=buffer"): "compresses in memory",
     ("problems/_datasets.py", "np.loadtxt(file"): "a file opened by the reader",
+    ("problems/_model.py", "np.load(path, mmap_mode="):
+        "a memory-map of a regular file the reader checked, whose first bytes are a .npy "
+        "header; numpy reads the header without pickles",
 }
 
 

@@ -13,7 +13,6 @@ Nothing else in the package opens a file (a test searches for it).
 from ._npz import FORMAT_MEMBER as FORMAT_MEMBER
 from ._npz import Archive as Archive
 from ._npz import format_member as format_member
-from ._npz import read_arrays as read_arrays
 from ._paths import NAME_MAX as NAME_MAX
 from ._paths import PATH_MAX as PATH_MAX
 from ._paths import check_name as check_name
@@ -58,6 +57,6 @@ __all__ = [
     "check_name", "distinct_outputs", "figure_bytes", "format_member", "gzip_text_size",
     "input_file", "is_gzip", "json_depth", "loads_json", "local_path", "open_binary",
     "open_text", "open_text_bytes", "output_path", "plot_formats", "read_bytes",
-    "read_arrays", "read_text", "reads", "recognise", "save_figure", "size",
+    "read_text", "reads", "recognise", "save_figure", "size",
     "writable_folder", "write_bytes", "write_npz", "write_text", "writes",
 ]

@@ -21,7 +21,6 @@ from .. import _validate
 from .._errors import ConfigError
 from ._paths import size
 from ._read import input_file, loads_json, open_binary
-from ._registry import reads
 
 #: The member that names the kind of file and its format version.
 FORMAT_MEMBER = "asynclab_format"
@@ -221,28 +220,3 @@ READ_WITH = {
 def _nbytes(shape, dtype: np.dtype) -> int:
     return math.prod(int(n) for n in shape) * dtype.itemsize
 
-
-@reads("arrays")
-def read_arrays(path, field: str):
-    """A user's arrays: a ``.npy`` file memory-mapped (rows are read when used), or the
-    members of a ``.npz`` file as a dict, read member by member through :class:`Archive`
-    (sizes checked against the file and the free memory first); never pickles.
-
-    Raises:
-      ConfigError: naming ``field``: no such file, not a regular file, neither a ``.npy``
-        nor a ``.npz`` by its first bytes, or a file numpy cannot read without pickles.
-    """
-    path = input_file(path, field)
-    with open_binary(path, field) as file:
-        magic = file.read(6)
-    if magic.startswith(b"PK"):
-        with Archive(path, field, "a .npz of arrays") as archive:
-            return archive.read_all()
-    if magic != b"\x93NUMPY":
-        raise ConfigError(f"{field}: {str(path)!r} is neither a .npy nor a .npz file (by its "
-                          "first bytes)")
-    try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:
-        raise ConfigError(f"{field}: cannot read {str(path)!r} without pickles: "
-                          f"{error}") from None

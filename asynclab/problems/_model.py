@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate
+from .. import _files, _validate
 from .._errors import ConfigError
 from .._oracle import Oracle, _noise
 from ._datasets import stratified_split
@@ -60,14 +60,31 @@ METRICS = ("accuracy",)
 # ----------------------------------------------------------------------------- reading
 
 
+@_files.reads("arrays")
 def read_arrays(path, field: str):
     """The arrays of a ``.npy`` file (memory-mapped: rows are read when used) or of a
-    ``.npz`` file (a dict of its members), through the lab's one reader
-    (``asynclab._files.read_arrays``): sizes are checked before any data are read,
-    pickles never loaded; a ConfigError names ``field`` otherwise."""
-    from .. import _files
+    ``.npz`` file (a dict of its members, read member by member through the lab's
+    ``.npz`` reader, sizes checked against the file and the free memory first); never
+    pickles. The one place :func:`from_model` reads a file.
 
-    return _files.read_arrays(path, field)
+    Raises:
+      ConfigError: naming ``field``: no such file, not a regular file, neither a ``.npy``
+        nor a ``.npz`` (by its first bytes), or a file numpy cannot read without pickles.
+    """
+    path = _files.input_file(path, field)
+    with _files.open_binary(path, field) as file:
+        magic = file.read(6)
+    if magic.startswith(b"PK"):
+        with _files.Archive(path, field, "a .npz of arrays") as archive:
+            return archive.read_all()
+    if magic != b"\x93NUMPY":
+        raise ConfigError(f"{field}: cannot read {str(path)!r}: not a .npy or .npz file (by "
+                          "its first bytes)")
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise ConfigError(f"{field}: cannot read {str(path)!r} without pickles: "
+                          f"{error}") from None
 
 
 def _array_like(value, field: str):
