@@ -11,6 +11,8 @@ from ._distributions import FAMILIES as FAMILIES
 from ._distributions import DistributionFit as DistributionFit
 from ._distributions import fit_distribution as fit_distribution
 from ._distributions import fit_step_times as fit_step_times
+from ._expected import expected_events as expected_events
+from ._expected import hopeless as hopeless
 from ._export import FORMATS as EXPORT_FORMATS
 from ._export import export_trace as export_trace
 from ._export import trace_events as trace_events
@@ -78,6 +80,7 @@ __all__ = [
     "DISTRIBUTIONS",
     "ENDS",
     "example_log_path",
+    "expected_events",
     "export_trace",
     "EXPORT_FORMATS",
     "EXTENDS",
@@ -89,6 +92,7 @@ __all__ = [
     "FittedTimes",
     "from_log",
     "heterogeneous",
+    "hopeless",
     "KINDS",
     "Link",
     "log_from_threads",

@@ -14,6 +14,7 @@ from ._prepare import prepare as prepare
 from ._prepare import with_start as with_start
 from ._replay import replay as replay
 from ._result import Result as Result
+from ._run import estimated_seconds as estimated_seconds
 from ._run import execute as execute
 from ._run import run as run
 from ._run import schedule as schedule
@@ -35,6 +36,7 @@ __all__ = [
     "RunSpec",
     "best_point",
     "build_rule",
+    "estimated_seconds",
     "execute",
     "initial_state",
     "prepare",

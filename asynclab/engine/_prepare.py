@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _validate
 from .._errors import ConfigError
-from ..cluster import Cluster, ComputeTime, RoundTrace, SemiSync, Trace
+from ..cluster import Cluster, ComputeTime, RoundTrace, SemiSync, Trace, hopeless
 from ..problems import Problem, get_problem, options_of
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
@@ -477,6 +477,10 @@ def prepare(
         check_traces(built_rule, list(traces))
     if semisync is not None:
         _check_semisync(built_rule, semisync, n_workers)
+    if built_cluster is not None:
+        reason = hopeless(built_cluster, built_rule.schedule_facts)
+        if reason is not None:
+            raise ConfigError(reason)
     if traces is None and backend != "threads" and (commits is None) == (horizon is None):
         if backend == "sim":
             raise ConfigError("give exactly one budget: commits (or rounds) or horizon "
@@ -508,7 +512,8 @@ def prepare(
     check_run_memory(built_rule, built_problem, built_cluster, n_workers,
                      commits=commits, horizon=horizon, traces=traces, n_seeds=len(seed_list),
                      trace_per_seed=trace_per_seed, record_every=record_every,
-                     record_paths=record_paths, points=points, in_flight=in_flight)
+                     record_paths=record_paths, points=points, in_flight=in_flight,
+                     semisync=semisync)
     if commits is not None:  # an event's index is an int32 (after the memory check,
         commits = _validate.count(commits, "commits", high=COMMITS_LIMIT)  # which says more)
     problem_name = problem if isinstance(problem, str) else built_problem.name

@@ -25,6 +25,7 @@ from .._progress import note, progress_bar
 from ..cluster import COMMITS, ROUNDS, RoundTrace, Trace, goodput
 from ..problems import Problem
 from ..rules import Rule
+from ._budget import check_run_memory
 from ._compiled import (
     NOISE_STD,
     WORKERS,
@@ -553,6 +554,10 @@ def replay(
         runs_per_call = _validate.count(runs_per_call, "runs_per_call")
     plan = _plan(rule, problem, traces, len(seeds), init, record_every, record_paths,
                  bool(stepwise), pad_workers)
+    check_run_memory(rule, problem, None, plan.n_workers,
+                     traces=[traces] if isinstance(traces, Trace | RoundTrace) else traces,
+                     n_seeds=len(seeds), record_every=plan.record_every,
+                     record_paths=plan.record_paths, in_flight=runs_per_call)
     rows = np.arange(len(seeds)) if plan.time.shape[0] > 1 else np.zeros(len(seeds), int)
     bar = progress_bar(total=plan.n_events * len(seeds), progress=progress,
                        desc=f"{rule.name} x{len(seeds)}", unit="event", leave=False,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .._errors import ConfigError
+from ..cluster import expected_events
 from ..cluster import schedule as cluster_schedule
+from ._budget import announce, run_seconds
 from ._prepare import RunSpec, prepare
 from ._replay import replay
 from ._result import Result
@@ -32,6 +34,19 @@ def schedules(spec: RunSpec, *, activity: bool = False) -> list:
     return [cluster_schedule(spec.rule, spec.cluster, commits=spec.commits,
                              horizon=spec.horizon, rng=s, activity=activity,
                              semisync=spec.semisync) for s in seeds]
+
+
+def estimated_seconds(spec: RunSpec) -> float:
+    """A rough estimate of the seconds a prepared run takes (:func:`run_seconds`)."""
+    if spec.traces is not None:
+        events, simulated = max(t.n_events for t in spec.traces), 0
+    else:
+        events = spec.commits if spec.commits is not None else expected_events(
+            spec.cluster, spec.rule.schedule_facts, spec.horizon, spec.semisync)
+        simulated = len(spec.seeds) if spec.trace_per_seed else 1
+    return run_seconds(spec.rule, spec.problem, spec.workers, events, simulated=simulated,
+                       runs=len(spec.seeds) * spec.points,
+                       platform=spec.devices[0].platform)
 
 
 def run(problem="beale", rule="downpour", *, progress: bool | None = None,
@@ -74,6 +89,7 @@ def execute(spec: RunSpec, *, progress: bool | None = None) -> Result:
     if spec.backend != "sim":
         raise ConfigError(f"this run is prepared for backend {spec.backend!r}; run it with "
                           "asynclab.backends.run_devices(spec)")
+    announce(estimated_seconds(spec), progress)
     traces = schedules(spec)
     if spec.grid is not None:
         return replay_grid(spec.rule, spec.problem, traces, grid=dict(spec.grid),

@@ -18,8 +18,10 @@ import numpy as np
 from .. import _names, _validate
 from .._errors import ConfigError
 from .._progress import progress_bar
+from ..cluster import RoundTrace, Trace
 from ..problems import Problem
 from ..rules import RULES, Rule
+from ._budget import check_run_memory
 from ._compiled import structure_key
 from ._core import DIVERGED_ABOVE, run_config
 from ._layout import replay_devices
@@ -141,6 +143,11 @@ def replay_grid(
         per = _per_element_bytes(plan, problem, plan.n_workers)
         runs_per_call = max(1, min(total, MEMORY_BUDGET // per))
     runs_per_call = min(_validate.count(runs_per_call, "runs_per_call"), total)
+    check_run_memory(rule, problem, None, plan.n_workers,
+                     traces=[traces] if isinstance(traces, Trace | RoundTrace) else traces,
+                     n_seeds=n_seeds, record_every=plan.record_every,
+                     record_paths=plan.record_paths, points=n_points,
+                     in_flight=runs_per_call)
 
     bar = progress_bar(total=plan.n_events * total, progress=progress,
                        desc=f"{rule.name} sweep {'x'.join(map(str, shape))}x{n_seeds}",
