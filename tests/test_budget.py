@@ -6,16 +6,15 @@ import numpy as np
 import pytest
 
 import asynclab
-from asynclab import Cluster, ComputeTime, ConfigError, SemiSync
-from asynclab import _validate
+from asynclab import Cluster, ComputeTime, ConfigError, SemiSync, _validate
 from asynclab.cluster import (
     Availability,
+    _process,
     expected_events,
     heterogeneous,
     simulate_async,
     simulate_sync,
 )
-from asynclab.cluster import _process
 from asynclab.engine import _budget
 from asynclab.rules import ScheduleFacts
 

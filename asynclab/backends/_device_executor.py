@@ -302,6 +302,8 @@ def run_pmap(
         # the schedule's goodput, as the replay reports it (computed from the trace)
         goodput=np.asarray([useful[0]], np.float64),
         goodput_per_device_second=np.asarray([useful[1]], np.float64),
+        round_staleness=(np.asarray(trace.staleness, np.int32)[None] if late is not None
+                         else None),
     )
     return BackendRun(result=result, wall_time=records.wall_time(n_segments))
 

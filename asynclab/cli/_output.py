@@ -19,18 +19,16 @@ SETTINGS = ("noise", "init", "compute", "time_scale", "stragglers", "network", "
             "groups", "failures", "semisync", "trace_per_seed")
 
 
-def summary(result, problem, staleness=None) -> dict:
+def summary(result, problem) -> dict:
     """The JSON summary of a result: the run's settings, then a list with one value per
     seed (one seed: a list of one) for everything a seed's run has of its own, its
     schedule's simulated time and goodput included (seeds that share one schedule repeat
     its values).
 
-    ``staleness``: the staleness of every counted commit of semi-synchronous rounds
-    (:func:`counted_staleness` of the run's round traces); the histogram and the mean come
-    from it. None: from the result (a commit's τ; 0 for every round).
+    The staleness histogram and mean are the result's (``Result.staleness_histogram``):
+    a commit's τ, or for semi-synchronous rounds that of every commit counted in a round.
     """
-    hist = (result.staleness_histogram() if staleness is None
-            else np.bincount(np.asarray(staleness, np.int64), minlength=1))
+    hist = result.staleness_histogram()
     config = result.config
     trace = np.asarray(result.trace_index)  # each seed's schedule
     out = {
@@ -66,15 +64,9 @@ def summary(result, problem, staleness=None) -> dict:
     return out
 
 
-def counted_staleness(traces) -> np.ndarray:
-    """The staleness of every counted commit of these round traces
-    (``RoundTrace.staleness`` without the workers that did not count), trace by trace."""
-    return np.concatenate([t.staleness[t.staleness >= 0] for t in traces]).astype(np.int64)
-
-
-def _print_summary(result, problem, out=None, staleness=None) -> None:
+def _print_summary(result, problem, out=None) -> None:
     out = sys.stdout if out is None else out
-    s = summary(result, problem, staleness)
+    s = summary(result, problem)
     cfg = result.config
     hp = ", ".join(f"{k}={v}" for k, v in (s["hyperparameters"] or {}).items())
     print(f"{s['rule']} on {s['problem']} with {s['workers']} worker(s) ({hp})", file=out)
@@ -100,7 +92,7 @@ def _print_summary(result, problem, out=None, staleness=None) -> None:
         n = s["workers"]
         print(f"  mean staleness: {s['mean_staleness']:.3f} (closed-loop theory: n − 1 = {n - 1})",
               file=out)
-    elif staleness is not None:
+    elif result.round_staleness is not None:
         hist = s["staleness_histogram"]
         late = (cfg.get("semisync") or {}).get("late")
         how = ("a late commit counts in a later round, stale by the rounds it missed"
@@ -250,8 +242,8 @@ def strict_json(out: dict) -> str:
     return json.dumps(cleaned, allow_nan=False)
 
 
-def report(args, result, problem, extra=None, staleness=None) -> None:
-    """Save, draw and print a run's result; ``staleness`` as in :func:`summary`."""
+def report(args, result, problem, extra=None) -> None:
+    """Save, draw and print a run's result."""
     if args.save:
         result.save(args.save, overwrite=args.overwrite)
     if args.plot:
@@ -259,9 +251,9 @@ def report(args, result, problem, extra=None, staleness=None) -> None:
 
         plot_run(result, problem, args.plot, overwrite=args.overwrite)
     if args.json:
-        print(strict_json({**summary(result, problem, staleness), **(extra or {})}))
+        print(strict_json({**summary(result, problem), **(extra or {})}))
         return
-    _print_summary(result, problem, staleness=staleness)
+    _print_summary(result, problem)
     for key, value in (extra or {}).items():
         if not isinstance(value, list):
             print(f"  {key.replace('_', ' ')}: {value}")

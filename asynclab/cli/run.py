@@ -6,7 +6,7 @@ import argparse
 
 from .. import ConfigError
 from . import _flags, _types
-from ._output import counted_staleness, report
+from ._output import report
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -150,12 +150,5 @@ def run_command(args) -> int:
                                     checkpoint_every=args.checkpoint_every,
                                     resume=args.resume, overwrite=args.overwrite,
                                     progress=False if args.json else None)
-    staleness = None
-    if prepared.semisync is not None:
-        # the staleness of semi-synchronous rounds is per counted commit, in the round
-        # traces (the result holds one entry per round): the same schedules again
-        from ..engine import schedules
-
-        staleness = counted_staleness(schedules(prepared))
-    report(args, result, prepared.problem, extra, staleness)
+    report(args, result, prepared.problem, extra)
     return 0

@@ -22,7 +22,7 @@ import numpy as np
 from .. import _validate
 from .._errors import ConfigError
 from .._progress import note, progress_bar
-from ..cluster import COMMITS, ROUNDS, RoundTrace, Trace, goodput
+from ..cluster import COMMITS, ROUNDS, ROUNDS_DISCARD, ROUNDS_STALE, RoundTrace, Trace, goodput
 from ..problems import Problem
 from ..rules import Rule
 from ._budget import check_run_memory
@@ -141,6 +141,9 @@ class _Plan(NamedTuple):
     #: ``(Tr, 2)`` each trace's goodput: fraction, per device-second
     #: (:func:`asynclab.cluster.goodput`)
     goodput: np.ndarray | None = None
+    #: ``(Tr, T, n)`` the staleness of each counted commit of semi-synchronous rounds
+    #: (-1 where a worker did not count, and past a trace's end), else None
+    round_staleness: np.ndarray | None = None
 
     @property
     def axis_workers(self) -> int:
@@ -230,10 +233,16 @@ def _plan(rule, problem, traces, n_seeds, init, record_every, record_paths,
     if events_of.extra is not None:
         extra = events_of.extra(traces, padded)
         events += (extra.reshape(shape + extra.shape[-1:]),)
+    round_staleness = None
+    if kind in (ROUNDS_DISCARD, ROUNDS_STALE):
+        round_staleness = np.full((len(traces), n_events, n_workers), -1, np.int32)
+        for i, t in enumerate(traces):
+            round_staleness[i, :t.n_events] = t.staleness
     return _Plan(time, worker, staleness, n_workers, n_events, record_every, bool(record_paths),
                  n_blocks, blocks_per_chunk, n_chunks, events, lam if stepwise else 0,
                  pad_workers, kind,
-                 np.array([goodput(t) for t in traces], np.float64).reshape(-1, 2))
+                 np.array([goodput(t) for t in traces], np.float64).reshape(-1, 2),
+                 round_staleness)
 
 
 class _Replayed(NamedTuple):
@@ -464,6 +473,7 @@ def _result(plan: _Plan, seeds, out: _Replayed, config) -> Result:
         center_share=out.center_share,
         goodput=None if plan.goodput is None else plan.goodput[:, 0],
         goodput_per_device_second=None if plan.goodput is None else plan.goodput[:, 1],
+        round_staleness=plan.round_staleness,
     )
 
 

@@ -16,7 +16,7 @@ from . import _metrics
 
 _ARRAYS = ("seeds", "time", "worker", "staleness", "record_events", "loss", "final_params",
            "diverged_at", "center_path", "worker_path", "center_share", "goodput",
-           "goodput_per_device_second")
+           "goodput_per_device_second", "round_staleness")
 
 
 @dataclasses.dataclass(repr=False)
@@ -65,6 +65,10 @@ class Result:
         made without it (archives older than it).
       goodput_per_device_second: ``(Tr,)`` useful gradient evaluations per device-second
         (workers × simulated duration), per trace; None as ``goodput``.
+      round_staleness: ``(Tr, R, n)`` int32, semi-synchronous rounds only: the staleness
+        of each worker's commit counted in each round (``RoundTrace.staleness``), -1
+        where it did not count; None otherwise (every round's commits are then fresh,
+        ``staleness`` 0).
 
     The records' axes: :attr:`record_events` (events done at each record) and
     :attr:`record_time` (simulated seconds at each record, ``(Tr, R)``); ``loss[s, r]``
@@ -87,6 +91,7 @@ class Result:
     center_share: np.ndarray | None = None
     goodput: np.ndarray | None = None
     goodput_per_device_second: np.ndarray | None = None
+    round_staleness: np.ndarray | None = None
 
     def __repr__(self) -> str:
         """One line: what ran, how long, and how it ended (arrays are not printed)."""
@@ -289,8 +294,11 @@ class Result:
                                                        self.record_events))
 
     def staleness_histogram(self) -> np.ndarray:
-        """Counts of each staleness value over all commits of all traces (padding excluded)."""
-        values = self.staleness.ravel()
+        """Counts of each staleness value over all commits of all traces (padding excluded);
+        of semi-synchronous rounds, over every commit counted in a round
+        (:attr:`round_staleness`)."""
+        values = (self.staleness if self.round_staleness is None
+                  else self.round_staleness).ravel()
         return np.bincount(values[values >= 0].astype(np.int64), minlength=1)
 
     @property
@@ -388,7 +396,8 @@ CONFIG_TYPES = {
     "horizon": ("finite", "null"), "start": ("list of finite", "null"),
     "trace_per_seed": ("bool",), "semisync": ("dict", "null"),
     "defaults_used": ("list of text",), "grid": ("list",), "structure": ("list",),
-    "backend": ("text",),
+    "backend": ("text",), "diverged_above": ("finite", "null"),
+    "record_every": ("count", "null"),
 }
 
 #: The members of a saved result (the writer's schema): ``seeds`` binds S, ``time`` the
@@ -421,6 +430,8 @@ SCHEMA = {
     "goodput": _files.Member("f", (("traces",),), required=False, what="one per trace"),
     "goodput_per_device_second": _files.Member("f", (("traces",),), required=False,
                                                what="one per trace"),
+    "round_staleness": _files.Member("iu", (("traces", "events", "round_workers"),),
+                                     required=False, what="traces, rounds, workers"),
     "config_json": _files.Member("U", ((),), what="the config as JSON"),
     _files.FORMAT_MEMBER: _files.Member("U", ((),), required=False),
 }
