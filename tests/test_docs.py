@@ -43,6 +43,9 @@ DOCS = ROOT / "docs"
 SHELLS = ("bash", "console", "sh")
 # pages whose blocks together take more than ~20 s on the 2-core machine: the slow tier
 SLOW = {
+    "experiment.md": "an Equinox MLP on scikit-learn's data, a rule of one's own checked, "
+                     "four rules studied over four seeds and the figure drawn (about 2 "
+                     "minutes, most of it compiling)",
     "index.md": "the demo, a 16-worker run from the command line and the same from Python "
                 "(32 s, measured here)",
     "nets.md": "the mnist command line (95 s) and three digits runs (22 s), measured here",
