@@ -74,8 +74,8 @@ def array_coverage(cluster: Cluster, *, synchronous: bool,
         return ("the array path records no per-worker activity (activity=True); SimPy "
                 "does")
     if not isinstance(cluster.compute, ComputeTime):
-        return (f"the array path draws ComputeTime step times, not a "
-                f"{type(cluster.compute).__name__} (a replayed or fitted log); SimPy "
+        return ("the array path draws ComputeTime step times, not those of a TimingModel "
+                f"({type(cluster.compute).__name__}: a replayed or fitted log); SimPy "
                 "simulates it")
     if cluster.availability is not None:
         return ("the array path does not simulate failures (Cluster.availability): a "
@@ -86,10 +86,12 @@ def array_coverage(cluster: Cluster, *, synchronous: bool,
         if semisync.adaptive:
             return ("the array path does not simulate an adaptive deadline "
                     "(SemiSync(deadline='adaptive')); SimPy does")
-        if cluster.random_server and cluster.compute.distribution == "constant":
-            return ("with constant step times and a random service time, every "
-                    "semi-synchronous round holds ties whose order SimPy's event queue "
-                    "decides; SimPy simulates them")
+        if cluster.random_server and cluster.compute.distribution == "constant" \
+                and not semisync.stale:
+            return ("with constant step times and a random service time, every commit of "
+                    "a discard-mode round arrives with others at the same time, and who is "
+                    "served first (and counts) is decided by SimPy's event queue; SimPy "
+                    "simulates it")
     return None
 
 
@@ -190,8 +192,6 @@ def simulate_async_many(
                     for i, s in enumerate(again.tolist())}
         else:
             redo = {}
-        time, worker, pulled = (np.ascontiguousarray(time), np.ascontiguousarray(worker),
-                                np.ascontiguousarray(pulled))
         for i in range(len(chunk)):
             t, w, p, c = redo.get(i, (time[i], worker[i], pulled[i], counts[i]))
             c = int(c)

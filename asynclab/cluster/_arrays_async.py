@@ -81,7 +81,6 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
     down = phases.down
     rows = np.arange(size)
     base = rows * units
-    used = np.zeros((size, units), np.int64)
     arrival = phases.delays[:, :, 0].copy()  # 0.0 + delay: the first timeouts
     timed = bool(phases.timed_workers)
     if timed:
@@ -89,98 +88,128 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
             who = np.flatnonzero(phases.pending[:, u])
             arrival[who, u] = phases.timed(who, np.full(who.size, u), np.zeros(who.size, int),
                                            np.zeros(who.size))
+    flat_arrival = arrival.reshape(-1)
+    # per unit: [pulled clock, phase in flight], gathered and scattered together
+    state = np.zeros((size * units, 2), np.int64)
     key = np.broadcast_to(np.arange(units) - units, (size, units)).copy()
-    pulled = np.zeros((size, units), np.int64)
+    flat_key = key.reshape(-1)
     free = np.zeros(size)
-    budget = int(limit) if np.isfinite(limit) else int(expected.sum()) + 1
-    cap = budget if np.isfinite(limit) else max(64, budget)
-    out_time = np.empty((cap, size))
-    out_worker = np.empty((cap, size), np.int32)
-    out_pulled = np.empty((cap, size), np.int32)
-    out_arrival = np.empty((cap, size)) if queued else out_time
+    finite = np.isfinite(limit)
+    cap = int(limit) if finite else int(expected.sum()) + _BLOCK
+    out = _Out(size, cap, queued)
     i = 0
     finished = np.zeros(size, bool)
-    flat_arrival, flat_used = arrival.reshape(-1), used.reshape(-1)
-    flat_pulled, flat_key = pulled.reshape(-1), key.reshape(-1)
-    while True:
-        if np.isfinite(limit):
-            todo = int(limit) - i
-        elif finished.all():
-            break
-        else:
-            todo = 1 << 30
-        if todo <= 0:
-            break
+    biggest = np.iinfo(np.int64).max
+    while i < limit and not finished.all():
+        used = state[:, 1].reshape(size, units)
         drawn = phases.unit_drawn()
         if (drawn - used).min() <= _LOW:
             phases.ensure(np.where(drawn - used <= _LOW, used + _SPARE, 0))
             drawn = phases.unit_drawn()
-        todo = min(todo, int((drawn - used).min()) - 1)
+        todo = min(int(limit) - i if finite else _BLOCK, int((drawn - used).min()) - 1,
+                   _BLOCK)
         if service is not None:
             if (service.drawn - i).min() <= _LOW:
                 service.ensure(np.full(size, i + _SPARE))
             todo = min(todo, int((service.drawn - i).min()))
-        if i + todo > cap:
-            cap = max(i + todo, cap * 2) if np.isfinite(limit) else max(cap * 2, i + 1024)
-            todo = min(todo, cap - i)
-            out_time, out_worker, out_pulled = (
-                _grow(out_time, cap), _grow(out_worker, cap), _grow(out_pulled, cap))
-            out_arrival = _grow(out_arrival, cap) if queued else out_time
-        if not np.isfinite(limit):
-            todo = min(todo, 256)  # look at the horizon now and then
+        out.room(i + todo)
         width = phases.delays.shape[2]
         flat_delays = phases.delays.reshape(-1)
         service_times = None if service is None else service.values
-        for _ in range(todo):
+        stage_time, stage_worker, stage_pulled, stage_arrival = out.stage()
+        for b in range(todo):
             if exact:
                 first = arrival == arrival.min(axis=1)[:, None]
-                k = np.where(first, key, np.iinfo(np.int64).max).argmin(axis=1)
+                k = np.where(first, key, biggest).argmin(axis=1)
             else:
                 k = arrival.argmin(axis=1)
             f = base + k
             a = flat_arrival[f]
             if queued:
-                out_arrival[i] = a
+                stage_arrival[b] = a
                 end = np.maximum(a, free)
                 end += service_times[:, i] if service is not None else server_time
                 free = end
             else:
                 end = a
-            out_time[i] = end
-            out_worker[i] = k
-            out_pulled[i] = flat_pulled[f]
-            flat_pulled[f] = i + 1
-            j = flat_used[f] + 1
-            flat_used[f] = j
-            delay = flat_delays[f * width + j]
+            stage_time[b] = end
+            stage_worker[b] = k
+            current = state[f]
+            stage_pulled[b] = current[:, 0]
+            current[:, 0] = i + 1
+            current[:, 1] += 1
+            state[f] = current
+            delay = flat_delays[f * width + current[:, 1]]
             if timed:
                 late = np.flatnonzero(phases.pending[rows, k])
                 if late.size:
-                    delay[late] = phases.timed(late, k[late], j[late], end[late] + down)
+                    delay[late] = phases.timed(late, k[late], current[late, 1],
+                                               end[late] + down)
             flat_arrival[f] = end + delay
             if exact:
                 flat_key[f] = i
             i += 1
-        if not np.isfinite(limit):
-            finished |= out_time[i - 1] > horizon
-    if np.isfinite(limit):
-        counts = np.full(size, i)
-    else:
-        counts = (out_time[:i] <= horizon).sum(axis=0)
+        out.flush(i - todo, todo)
+        if not finite:
+            finished |= out.time[:, i - 1] > horizon
+    time, worker, pulled, seen = out.arrays(i)
+    counts = np.full(size, i) if finite else (time <= horizon).sum(axis=1)
     tied = np.zeros(size, bool)
     if not exact:
-        seen = out_arrival[:i]
-        same = seen[1:] == seen[:-1]
-        if np.isfinite(limit):
-            tied = same.any(axis=0) | (arrival.min(axis=1) == seen[-1])
+        same = seen[:, 1:] == seen[:, :-1]
+        if finite:
+            tied = same.any(axis=1) | (arrival.min(axis=1) == seen[:, -1])
         else:
             # ties matter up to the first commit past the horizon
-            within = np.arange(1, i)[:, None] <= counts[None, :]
-            tied = (same & within).any(axis=0)
-    return (out_time[:i].T, out_worker[:i].T, out_pulled[:i].T, counts, tied)
+            within = np.arange(1, i)[None, :] <= counts[:, None]
+            tied = (same & within).any(axis=1)
+    return time, worker, pulled, counts, tied
+
+
+_BLOCK = 128  # commits staged (one row per commit) before they go to the seeds' rows
+
+
+class _Out:
+    """The commits of every seed, ``(S, N)`` per field; a block of commits is staged
+    commit-major, as the loop writes it, and copied over in one transposition."""
+
+    def __init__(self, size: int, cap: int, queued: bool):
+        self.queued = queued
+        self.time = np.empty((size, cap))
+        self.worker = np.empty((size, cap), np.int32)
+        self.pulled = np.empty((size, cap), np.int32)
+        self.arrival = np.empty((size, cap)) if queued else self.time
+        self._stage = (np.empty((_BLOCK, size)), np.empty((_BLOCK, size), np.int32),
+                       np.empty((_BLOCK, size), np.int32),
+                       np.empty((_BLOCK, size)) if queued else None)
+
+    def room(self, count: int) -> None:
+        cap = self.time.shape[1]
+        if count <= cap:
+            return
+        cap = max(count, 2 * cap)
+        self.time, self.worker, self.pulled = (_grow(self.time, cap), _grow(self.worker, cap),
+                                               _grow(self.pulled, cap))
+        self.arrival = _grow(self.arrival, cap) if self.queued else self.time
+
+    def stage(self):
+        return self._stage
+
+    def flush(self, start: int, count: int) -> None:
+        stop = start + count
+        time, worker, pulled, arrival = self._stage
+        self.time[:, start:stop] = time[:count].T
+        self.worker[:, start:stop] = worker[:count].T
+        self.pulled[:, start:stop] = pulled[:count].T
+        if self.queued:
+            self.arrival[:, start:stop] = arrival[:count].T
+
+    def arrays(self, count: int):
+        return (self.time[:, :count], self.worker[:, :count], self.pulled[:, :count],
+                self.arrival[:, :count])
 
 
 def _grow(array: np.ndarray, cap: int) -> np.ndarray:
-    out = np.empty((cap,) + array.shape[1:], array.dtype)
-    out[:array.shape[0]] = array
+    out = np.empty((array.shape[0], cap), array.dtype)
+    out[:, :array.shape[1]] = array
     return out

@@ -250,8 +250,8 @@ def stale(cluster, lam: int, seeds: np.ndarray, semisync, limit, horizon):
             count_at = np.maximum(a, free) + service
         else:
             count_at = a
-        tied |= (count_at == timer) & ~finished
-        counts_now = (count_at < timer) & ~finished
+        tied |= (count_at == timer) & ~finished  # SimPy decides; the count goes first here
+        counts_now = (count_at <= timer) & ~finished
         fires = (timer < count_at) & ~finished
         # a commit counts in the open round
         c = np.flatnonzero(counts_now)

@@ -32,6 +32,7 @@ _INIT_A, _MULT_A = 0x43B0D7E5, 0x931E8875
 _INIT_B, _MULT_B = 0x8B51F9DD, 0x58F38DED
 _MIX_L, _MIX_R = 0xCA01F9DD, 0x4973F715
 _SHIFT = np.uint32(16)
+_HEADROOM = 64  # phases of room left when the arrays grow
 
 
 class _Hash:
@@ -225,7 +226,10 @@ class Phases:
         else:
             self.up, self.lead = x, x + x
         size = len(seeds)
-        self.raw = np.full((size, n, 0), np.nan)
+        # the phases themselves are kept where a timeout needs more than its own phase
+        # (a group's slowest member, a straggler's delay); else timeouts only
+        self.keep_raw = self.grouped or bool(cluster.stragglers)
+        self.raw = np.full((size, n if self.keep_raw else 0, 0), np.nan)
         self.drawn = np.zeros((size, n), np.int64)
         self.rows = {k: np.full((size, 0, local_steps[k]), np.nan) for k in self.timed_workers}
         self.delays = np.full((size, self.units, 0), np.nan)
@@ -255,8 +259,9 @@ class Phases:
         if not grow.any():
             return
         width = int(target.max())
-        if width > self.raw.shape[2]:
-            width = max(width, self.raw.shape[2] * 3 // 2)
+        if width > self.delays.shape[2]:
+            # room for the top-ups near the end of a run, which then copy nothing
+            width = max(width + 2 * _HEADROOM, self.delays.shape[2] * 3 // 2)
             self.raw = _widen(self.raw, width)
             self.delays = _widen(self.delays, width)
             if self.timed_workers:
@@ -274,7 +279,8 @@ class Phases:
                 same = sub[(pairs[:, 0] == start) & (pairs[:, 1] == stop)]
                 self._draw(k, same, start, stop)
                 self.drawn[same, k] = stop
-        self._update(changed)
+        if self.keep_raw:
+            self._update(changed)
 
     def _draw(self, k: int, seeds: np.ndarray, start: int, stop: int) -> None:
         lam = self.steps[k]
@@ -285,15 +291,23 @@ class Phases:
         if scale != 1.0:
             steps *= scale
         if lam == 1:
-            self.raw[seeds, k, start:stop] = steps[:, :, 0]
+            values = steps[:, :, 0]
         else:
+            values = np.empty(steps.shape[:2])
             bounds = block_bounds(stop)
             cuts = bounds[(bounds >= start) & (bounds <= stop)] - start
             for i in range(len(seeds)):
                 for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-                    self.raw[seeds[i], k, start + a:start + b] = steps[i, a:b].sum(axis=1)
+                    values[i, a:b] = steps[i, a:b].sum(axis=1)
         if k in self.rows:
             self.rows[k][seeds, start:stop] = steps
+        if self.keep_raw:
+            self.raw[seeds, k, start:stop] = values
+            return
+        out = values + self.lead
+        if start == 0:
+            out[:, 0] = values[:, 0] + self.up
+        self.delays[seeds, k, start:stop] = out
 
     def _values(self, seeds: np.ndarray, k: int) -> np.ndarray:
         """Worker k's phases with their ``at_step`` delays: ``phase + total``."""
@@ -420,8 +434,8 @@ class Service:
             return
         width = int(target.max())
         if width > self.values.shape[1]:
-            self.values = _widen(self.values, max(width, self.values.shape[1] * 5 // 4),
-                                 axis=1)
+            self.values = _widen(self.values, max(width + 2 * _HEADROOM,
+                                                  self.values.shape[1] * 3 // 2), axis=1)
         for s in grow.tolist():
             start, stop = int(self.drawn[s]), int(target[s])
             self.values[s, start:stop] = self.time.sample(self.children[s], stop - start)
@@ -430,6 +444,8 @@ class Service:
 
 def _widen(array: np.ndarray, width: int, axis: int = 2) -> np.ndarray:
     """``array`` padded with NaN to ``width`` along ``axis``."""
-    pad = [(0, 0)] * array.ndim
-    pad[axis] = (0, width - array.shape[axis])
-    return np.pad(array, pad, constant_values=np.nan)
+    shape = list(array.shape)
+    shape[axis] = width
+    out = np.full(shape, np.nan)
+    out[(slice(None),) * axis + (slice(0, array.shape[axis]),)] = array
+    return out
