@@ -89,8 +89,13 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
             arrival[who, u] = phases.timed(who, np.full(who.size, u), np.zeros(who.size, int),
                                            np.zeros(who.size))
     flat_arrival = arrival.reshape(-1)
-    # per unit: [pulled clock, phase in flight], gathered and scattered together
-    state = np.zeros((size * units, 2), np.int64)
+    # without a server or a pending straggler the arrivals are the running sums of the
+    # timeouts, drawn ahead: the loop only merges them
+    merge = not queued and not timed and not exact
+    cum = np.cumsum(phases.delays, axis=2) if merge else None
+    summed = phases.unit_drawn().copy()
+    pulled = np.zeros(size * units, np.int32)
+    phase = np.zeros(size * units, np.int64)  # the phase in flight
     key = np.broadcast_to(np.arange(units) - units, (size, units)).copy()
     flat_key = key.reshape(-1)
     free = np.zeros(size)
@@ -101,7 +106,7 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
     finished = np.zeros(size, bool)
     biggest = np.iinfo(np.int64).max
     while i < limit and not finished.all():
-        used = state[:, 1].reshape(size, units)
+        used = phase.reshape(size, units)
         drawn = phases.unit_drawn()
         if (drawn - used).min() <= _LOW:
             phases.ensure(np.where(drawn - used <= _LOW, used + _SPARE, 0))
@@ -114,10 +119,33 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
             todo = min(todo, int((service.drawn - i).min()))
         out.room(i + todo)
         width = phases.delays.shape[2]
-        flat_delays = phases.delays.reshape(-1)
+        if merge:
+            if cum.shape[2] != width:
+                cum = np.cumsum(phases.delays, axis=2)
+            else:
+                grew = np.nonzero(drawn != summed)
+                cum[grew] = np.cumsum(phases.delays[grew], axis=-1)
+            summed = drawn.copy()
+            values = cum.reshape(-1)
+        else:
+            values = phases.delays.reshape(-1)
+        start = np.arange(size * units) * width
+        pointer = start + phase  # into values: the phase in flight of every unit
         service_times = None if service is None else service.values
         stage_time, stage_worker, stage_pulled, stage_arrival = out.stage()
         for b in range(todo):
+            if merge:
+                k = arrival.argmin(axis=1)
+                f = base + k
+                stage_time[b] = flat_arrival[f]
+                stage_worker[b] = k
+                stage_pulled[b] = pulled[f]
+                pulled[f] = i + 1
+                p = pointer[f] + 1
+                pointer[f] = p
+                flat_arrival[f] = values[p]
+                i += 1
+                continue
             if exact:
                 first = arrival == arrival.min(axis=1)[:, None]
                 k = np.where(first, key, biggest).argmin(axis=1)
@@ -134,21 +162,21 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
                 end = a
             stage_time[b] = end
             stage_worker[b] = k
-            current = state[f]
-            stage_pulled[b] = current[:, 0]
-            current[:, 0] = i + 1
-            current[:, 1] += 1
-            state[f] = current
-            delay = flat_delays[f * width + current[:, 1]]
+            stage_pulled[b] = pulled[f]
+            pulled[f] = i + 1
+            p = pointer[f] + 1
+            pointer[f] = p
+            delay = values[p]
             if timed:
                 late = np.flatnonzero(phases.pending[rows, k])
                 if late.size:
-                    delay[late] = phases.timed(late, k[late], current[late, 1],
+                    delay[late] = phases.timed(late, k[late], p[late] - start[f[late]],
                                                end[late] + down)
             flat_arrival[f] = end + delay
             if exact:
                 flat_key[f] = i
             i += 1
+        phase = pointer - start
         out.flush(i - todo, todo)
         if not finite:
             finished |= out.time[:, i - 1] > horizon
