@@ -41,7 +41,7 @@ from ._trace import RoundTrace, Trace
 #: Bytes the array path holds per event of every seed: the trace's arrays and the loop's.
 BYTES_PER_EVENT = 32
 #: Phases (float64) one chunk of seeds holds at once; more seeds run chunk by chunk.
-_CHUNK_VALUES = 1 << 24
+_CHUNK_VALUES = 1 << 23
 
 
 def array_coverage(cluster: Cluster, *, synchronous: bool,

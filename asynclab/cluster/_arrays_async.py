@@ -75,6 +75,8 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
     random_server = cluster.random_server
     server_time = 0.0 if random_server else cluster.server_time
     queued = random_server or server_time != 0.0
+    if not queued and not phases.timed_workers and not exact:
+        return _merge(phases, mean_delays(cluster, steps), limit, horizon)
     service = Service(cluster, seeds) if random_server else None
     if service is not None:
         service.ensure(np.full(size, min(limit, int(expected.sum())) + 1))
@@ -89,11 +91,6 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
             arrival[who, u] = phases.timed(who, np.full(who.size, u), np.zeros(who.size, int),
                                            np.zeros(who.size))
     flat_arrival = arrival.reshape(-1)
-    # without a server or a pending straggler the arrivals are the running sums of the
-    # timeouts, drawn ahead: the loop only merges them
-    merge = not queued and not timed and not exact
-    cum = np.cumsum(phases.delays, axis=2) if merge else None
-    summed = phases.unit_drawn().copy()
     pulled = np.zeros(size * units, np.int32)
     phase = np.zeros(size * units, np.int64)  # the phase in flight
     key = np.broadcast_to(np.arange(units) - units, (size, units)).copy()
@@ -119,33 +116,12 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
             todo = min(todo, int((service.drawn - i).min()))
         out.room(i + todo)
         width = phases.delays.shape[2]
-        if merge:
-            if cum.shape[2] != width:
-                cum = np.cumsum(phases.delays, axis=2)
-            else:
-                grew = np.nonzero(drawn != summed)
-                cum[grew] = np.cumsum(phases.delays[grew], axis=-1)
-            summed = drawn.copy()
-            values = cum.reshape(-1)
-        else:
-            values = phases.delays.reshape(-1)
+        values = phases.delays.reshape(-1)
         start = np.arange(size * units) * width
         pointer = start + phase  # into values: the phase in flight of every unit
         service_times = None if service is None else service.values
         stage_time, stage_worker, stage_pulled, stage_arrival = out.stage()
         for b in range(todo):
-            if merge:
-                k = arrival.argmin(axis=1)
-                f = base + k
-                stage_time[b] = flat_arrival[f]
-                stage_worker[b] = k
-                stage_pulled[b] = pulled[f]
-                pulled[f] = i + 1
-                p = pointer[f] + 1
-                pointer[f] = p
-                flat_arrival[f] = values[p]
-                i += 1
-                continue
             if exact:
                 first = arrival == arrival.min(axis=1)[:, None]
                 k = np.where(first, key, biggest).argmin(axis=1)
@@ -192,6 +168,76 @@ def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
             within = np.arange(1, i)[None, :] <= counts[:, None]
             tied = (same & within).any(axis=1)
     return time, worker, pulled, counts, tied
+
+
+def _merge(phases: Phases, cycle: np.ndarray, limit, horizon):
+    """The traces of a cluster whose units do not wait for each other (no server, no
+    pending ``at_time`` straggler): a unit's arrivals are the running sums of its
+    timeouts (``np.cumsum`` adds them in SimPy's order), and a seed's trace is the merge
+    of its units' arrivals in time order, one sort. Returns as :func:`run`; ``tied``
+    marks the seeds whose arrivals are not all distinct, or that the sort's keys could
+    not tell apart (two arrivals within a few units in the last place): the caller runs
+    them again with the loop's full key."""
+    size, units = phases.delays.shape[:2]
+    finite = np.isfinite(limit)
+    need = int(limit) + 1 if finite else 0  # one past the last shows a tie at the end
+    rows = np.arange(size)
+    while True:
+        drawn = phases.unit_drawn()
+        cum = np.cumsum(phases.delays[:, :, :drawn.max()], axis=2)  # NaN past the draws
+        last = cum[rows[:, None], np.arange(units)[None, :], drawn - 1]
+        frontier = last.min(axis=1)  # every arrival before it has been drawn
+        if finite:
+            count = (cum < frontier[:, None, None]).sum(axis=(1, 2))
+            short = count < need
+            reach = frontier * (1.1 * need / np.maximum(count, 1))
+        else:
+            short = frontier <= horizon
+            reach = np.full(size, 1.1 * horizon)
+        if not short.any():
+            break
+        grow = short[:, None] & (last < reach[:, None])
+        more = np.ceil((reach[:, None] - last) / cycle[None, :]).astype(np.int64)
+        phases.ensure(np.where(grow, drawn + np.maximum(more, 0) + _SPARE, 0))
+    bits = (units - 1).bit_length()
+    # non-negative floats sort as their bits do; the low bits carry the unit
+    keys = cum.view(np.int64)
+    if bits:
+        keys = (keys >> bits << bits) | np.arange(units, dtype=np.int64)[None, :, None]
+    keys = np.sort(keys.reshape(size, -1), axis=1)
+    counts = np.full(size, int(limit)) if finite else \
+        (cum <= horizon).sum(axis=(1, 2))
+    width = need if finite else int(counts.max()) + 1
+    unit = (keys[:, :width] & ((1 << bits) - 1)).astype(np.int16 if units < 2**15 else
+                                                        np.int32)
+    del keys
+    # the phase of each arrival is its rank among its unit's arrivals: group the row by
+    # unit (a stable sort keeps the time order within a unit)
+    order = np.argsort(unit, axis=1, kind="stable")
+    flat = (order + (rows * width)[:, None]).reshape(-1)  # row-major places in the rows
+    grouped = unit.reshape(-1)[flat].reshape(size, width)
+    first = np.ones(grouped.shape, bool)
+    first[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
+    place = np.arange(width)
+    rank = place - np.maximum.accumulate(np.where(first, place, 0), axis=1)
+    phase = np.empty(size * width, np.int64)
+    phase[flat] = rank.reshape(-1)
+    # a commit's pulled clock: the place of its unit's previous commit, plus one
+    before = np.empty(order.shape, np.int32)
+    before[:, 0] = 0
+    before[:, 1:] = order[:, :-1] + 1
+    before[first] = 0
+    pulled = np.empty(size * width, np.int32)
+    pulled[flat] = before.reshape(-1)
+    pulled = pulled.reshape(size, width)
+    time = cum.reshape(-1)[(rows[:, None] * units + unit) * cum.shape[2]
+                           + phase.reshape(size, width)]
+    rising = time[:, 1:] > time[:, :-1]
+    if finite:
+        tied = ~rising.all(axis=1)
+    else:
+        tied = (~rising & (place[None, 1:] < counts[:, None])).any(axis=1)
+    return time, unit.astype(np.int32), pulled, counts, tied
 
 
 _BLOCK = 128  # commits staged (one row per commit) before they go to the seeds' rows

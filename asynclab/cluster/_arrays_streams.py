@@ -392,28 +392,31 @@ class Phases:
         return (self.down + value) + self.up
 
     def _timed_groups(self, seeds, units, phase, start) -> np.ndarray:
+        """As :meth:`timed` for groups: a group's timeout changes only where one of its
+        members' pending stragglers falls into the phase."""
         out = self.delays[seeds, units, phase]
-        for i in range(seeds.shape[0]):
+        fire = np.zeros(seeds.shape[0], bool)
+        for k in self.timed_workers:
+            mine = np.flatnonzero((units == k // self.m) & (
+                self.pointer[seeds, k] < len(self.stragglers[k].at_time)))
+            if mine.size:
+                fire[mine] |= self._may_fire(seeds[mine], np.full(mine.size, k), phase[mine],
+                                             start[mine])
+        for i in np.flatnonzero(fire).tolist():
             s, g, j = int(seeds[i]), int(units[i]), int(phase[i])
-            members = range(g * self.m, (g + 1) * self.m)
-            timed = [k for k in members if k in self.rows
-                     and self.pointer[s, k] < len(self.stragglers[k].at_time)]
-            fire = self._may_fire(np.full(len(timed), s), np.array(timed, np.int64),
-                                  np.full(len(timed), j), np.full(len(timed), start[i]))
-            if not fire.any():
-                continue
             value = -math.inf
-            for k in members:
-                v = float(self._values(np.array([s]), k)[0, j])
-                if k in timed and fire[timed.index(k)]:
-                    total, pointer = self.stragglers[k].phase_total(
+            for k in range(g * self.m, (g + 1) * self.m):
+                strag = self.stragglers[k]
+                if self.pointer[s, k] < len(strag.at_time):
+                    total, self.pointer[s, k] = strag.phase_total(
                         j, self.rows[k][s, j], float(start[i]), int(self.pointer[s, k]))
-                    self.pointer[s, k] = pointer
                     v = float(self.raw[s, k, j]) + total
+                else:
+                    v = float(self._values(np.array([s]), k)[0, j])
                 value = max(value, v)
             out[i] = value + (self.first_lead if j == 0 else self.lead)
             self.pending[s, g] = any(self.pointer[s, k] < len(self.stragglers[k].at_time)
-                                     for k in members if k in self.rows)
+                                     for k in range(g * self.m, (g + 1) * self.m))
         return out
 
 
