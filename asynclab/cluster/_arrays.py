@@ -115,10 +115,11 @@ def _chunks(size: int, per_seed: int):
     return [slice(a, min(a + step, size)) for a in range(0, size, step)]
 
 
-def _check_events(size: int, events: float, field: str) -> None:
-    """Refuse, before any work, traces that cannot fit in memory."""
+def _check_events(size: int, events: float, field: str, extra: int = 0) -> None:
+    """Refuse, before any work, traces that cannot fit in memory (``extra``: bytes more
+    per event, e.g. who counted in a round)."""
     if math.isfinite(events):
-        _validate.check_memory(int(size * events * BYTES_PER_EVENT), field)
+        _validate.check_memory(int(size * events * (BYTES_PER_EVENT + extra)), field)
 
 
 def _shared(trace):
@@ -244,8 +245,8 @@ def simulate_sync_many(
     cycle = cluster.compute.mean_step() * lam * min(cluster.scales) \
         + 2 * cluster.transfer_time
     events = limit if math.isfinite(limit) else horizon / cycle
-    _check_events(len(seeds), events * (1 + (semisync is not None) * cluster.workers / 8),
-                  field)
+    _check_events(len(seeds), events, field,
+                  extra=0 if semisync is None else cluster.workers)
     if _deterministic(cluster):
         trace = _shared(simulate_sync(cluster, local_steps=lam, rounds=rounds,
                                       horizon=horizon if rounds is None else None,

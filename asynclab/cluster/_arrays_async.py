@@ -1,20 +1,23 @@
-"""The asynchronous cluster for many seeds at once: one vectorised step per commit.
+"""The asynchronous cluster for many seeds at once.
 
-Every committing unit (a worker, or a group) has one exchange in flight at a time: its
-commit arrives at the server at a known time, and it is the earliest arrival that the
-FIFO server serves next. So the k-th commit of every seed is found by one ``argmin`` over
-the units' pending arrivals, and the server's end of service by Lindley's recursion,
-``end = max(arrival, previous end) + service``: the same float operations, in the same
-order, as the SimPy processes (a timeout ends at ``now + delay``; a service starts at the
-arrival or at the previous service's end, whichever is later).
+Every committing unit (a worker, or a group) has one exchange in flight at a time, and
+the FIFO server serves the earliest arrival next. Without a server (and without a pending
+``at_time`` straggler, whose delay needs its phase's start) the units never wait for each
+other: a unit's arrivals are the running sums of its timeouts, and a seed's trace is the
+merge of its units' arrivals in time order, one sort (:func:`_merge`). Otherwise
+:func:`run` takes one vectorised step per commit: the next commit of every seed is one
+``argmin`` over the units' pending arrivals, and the end of its service is Lindley's
+recursion, ``end = max(arrival, previous end) + service``. Either way the floats are
+those of the SimPy processes, added in their order (a timeout ends at ``now + delay``; a
+service starts at its arrival or at the previous service's end, whichever is later).
 
 Ties. SimPy processes events at the same time in the order they were scheduled. A unit's
 next arrival is scheduled when its previous commit is applied (at the start, in worker
 order), so arrivals at the same time are served in the order of the commits that
 scheduled them: the key ``(time, clock of the scheduling commit)``, the start counting
-as clocks ``-n … -1``. :func:`run` breaks ties by the lowest index, which is that order
-unless two arrivals tie; it reports the seeds where one did, and runs them again with
-the full key (``exact=True``).
+as clocks ``-n … -1``. The merge and the plain loop order ties by the lowest unit index,
+which is that order unless two arrivals tie; they report the seeds where arrivals tied,
+which run again through the loop with the full key (``exact=True``).
 """
 
 from __future__ import annotations

@@ -249,7 +249,7 @@ class Phases:
         return self.drawn.reshape(len(self.seeds), self.units, self.m).min(axis=2)
 
     def ensure(self, need: np.ndarray) -> None:
-        """Draw, in whole blocks, until unit u of seed s holds ``need[s, u]`` phases."""
+        """Draw until unit u of seed s holds ``need[s, u]`` phases (whole blocks for λ > 1)."""
         need = np.maximum(np.repeat(np.asarray(need, np.int64), self.m, axis=1), self.drawn)
         # a phase of one step is one draw: any count of them; λ > 1: whole blocks, whose
         # phases are summed as the simulator sums them
