@@ -164,6 +164,19 @@ def test_long_windows_cross_the_simulator_s_draw_blocks():
                  seeds=[5])
 
 
+@pytest.mark.parametrize("server_time", [0.0, 0.05])
+def test_a_worker_held_up_long_makes_the_others_draw_more(server_time):
+    """A straggler of 300 s early in worker 0's run: the others commit more than their
+    share, beyond the phases drawn for it at first."""
+    cluster = Cluster(4, LOGNORMAL, server_time=server_time,
+                      stragglers=(Straggler(0, 300.0, at_step=3),))
+    many = _check_async(cluster, commits=2000, seeds=[1, 2])
+    for trace in many:  # an even share is 500 commits; 543 phases are drawn at first
+        counts = np.bincount(trace.worker, minlength=4)
+        assert counts[0] < 350 and counts[1:].min() > 543
+    _check_async(cluster, horizon=700.0, seeds=[1])
+
+
 def test_horizon_edges():
     cluster = Cluster(4, LOGNORMAL, network=Link(0.05))
     # before the first commit: empty traces of the right dtypes

@@ -185,34 +185,35 @@ def _merge(phases: Phases, cycle: np.ndarray, limit, horizon):
     finite = np.isfinite(limit)
     need = int(limit) + 1 if finite else 0  # one past the last shows a tie at the end
     rows = np.arange(size)
+    bits = (units - 1).bit_length()
+    low = np.int64((1 << bits) - 1)
     while True:
         drawn = phases.unit_drawn()
         cum = np.cumsum(phases.delays[:, :, :drawn.max()], axis=2)  # NaN past the draws
         last = cum[rows[:, None], np.arange(units)[None, :], drawn - 1]
         frontier = last.min(axis=1)  # every arrival before it has been drawn
-        if finite:
-            count = (cum < frontier[:, None, None]).sum(axis=(1, 2))
-            short = count < need
-            reach = frontier * (1.1 * need / np.maximum(count, 1))
+        if not finite and (frontier <= horizon).any():
+            short, reach = frontier <= horizon, np.full(size, 1.1 * horizon)
         else:
-            short = frontier <= horizon
-            reach = np.full(size, 1.1 * horizon)
-        if not short.any():
-            break
+            # non-negative floats sort as their bits do; the low bits carry the unit
+            keys = cum.view(np.int64) & ~low
+            keys |= np.arange(units, dtype=np.int64)[None, :, None]
+            keys = np.sort(keys.reshape(size, -1), axis=1)
+            if not finite:
+                break
+            # the last arrival needed must come before the first one not drawn
+            short = keys[:, need - 1] >= (frontier.view(np.int64) & ~low)
+            if not short.any():
+                break
+            reach = 1.1 * (keys[:, need - 1] & ~low).view(np.float64)
+            del keys
         grow = short[:, None] & (last < reach[:, None])
         more = np.ceil((reach[:, None] - last) / cycle[None, :]).astype(np.int64)
         phases.ensure(np.where(grow, drawn + np.maximum(more, 0) + _SPARE, 0))
-    bits = (units - 1).bit_length()
-    # non-negative floats sort as their bits do; the low bits carry the unit
-    keys = cum.view(np.int64)
-    if bits:
-        keys = (keys >> bits << bits) | np.arange(units, dtype=np.int64)[None, :, None]
-    keys = np.sort(keys.reshape(size, -1), axis=1)
     counts = np.full(size, int(limit)) if finite else \
         (cum <= horizon).sum(axis=(1, 2))
     width = need if finite else int(counts.max()) + 1
-    unit = (keys[:, :width] & ((1 << bits) - 1)).astype(np.int16 if units < 2**15 else
-                                                        np.int32)
+    unit = (keys[:, :width] & low).astype(np.int16 if units < 2**15 else np.int32)
     del keys
     # the phase of each arrival is its rank among its unit's arrivals: group the row by
     # unit (a stable sort keeps the time order within a unit)
