@@ -5,8 +5,10 @@ very trace :func:`~asynclab.cluster.simulate_async` / :func:`~asynclab.cluster.s
 return for ``rng=seed`` (times, workers, pulled clocks, rounds and who counted:
 ``np.array_equal``, float64 times to the bit). They draw the same random streams (child
 k of ``np.random.default_rng(seed).spawn(…)`` for worker k, the next child for a random
-server) and add the same floats in the same order, but step every seed at once with
-numpy: one vectorised step per commit (asynchronous, stale rounds) or per round.
+server) and add the same floats in the same order, but work on every seed at once with
+numpy: workers that never wait for each other (no server) are merged by one sort of
+their arrival times; otherwise one vectorised step per commit (asynchronous, stale
+rounds) or per round (plain and discard rounds) for all seeds together.
 
 What they cover is said by :func:`array_coverage`; the rest is SimPy's. A seed whose
 schedule holds a tie whose order only SimPy's event queue decides (two events at the same

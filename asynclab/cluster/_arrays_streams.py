@@ -286,7 +286,9 @@ class Phases:
         lam = self.steps[k]
         children = self.children[k]
         sample = self.compute.sample
-        steps = np.stack([sample(children[s], (stop - start, lam)) for s in seeds.tolist()])
+        steps = np.empty((len(seeds), stop - start, lam))
+        for i, s in enumerate(seeds.tolist()):
+            steps[i] = sample(children[s], (stop - start, lam))
         scale = self.scales[k]
         if scale != 1.0:
             steps *= scale
@@ -301,13 +303,20 @@ class Phases:
                     values[i, a:b] = steps[i, a:b].sum(axis=1)
         if k in self.rows:
             self.rows[k][seeds, start:stop] = steps
+        # every seed at once (the first draws): write in place rather than through an index
+        rows = slice(None) if len(seeds) == len(self.seeds) else seeds
         if self.keep_raw:
-            self.raw[seeds, k, start:stop] = values
+            self.raw[rows, k, start:stop] = values
             return
-        out = values + self.lead
+        if rows is seeds:
+            out = values + self.lead
+            if start == 0:
+                out[:, 0] = values[:, 0] + self.up
+            self.delays[seeds, k, start:stop] = out
+            return
+        np.add(values, self.lead, out=self.delays[:, k, start:stop])
         if start == 0:
-            out[:, 0] = values[:, 0] + self.up
-        self.delays[seeds, k, start:stop] = out
+            self.delays[:, k, 0] = values[:, 0] + self.up
 
     def _values(self, seeds: np.ndarray, k: int) -> np.ndarray:
         """Worker k's phases with their ``at_step`` delays: ``phase + total``."""
