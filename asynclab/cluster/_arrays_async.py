@@ -198,7 +198,8 @@ def _merge(phases: Phases, cycle: np.ndarray, limit, horizon):
             # non-negative floats sort as their bits do; the low bits carry the unit
             keys = cum.view(np.int64) & ~low
             keys |= np.arange(units, dtype=np.int64)[None, :, None]
-            keys = np.sort(keys.reshape(size, -1), axis=1)
+            keys = keys.reshape(size, -1)
+            keys.sort(axis=1)
             if not finite:
                 break
             # the last arrival needed must come before the first one not drawn
@@ -213,29 +214,38 @@ def _merge(phases: Phases, cycle: np.ndarray, limit, horizon):
     counts = np.full(size, int(limit)) if finite else \
         (cum <= horizon).sum(axis=(1, 2))
     width = need if finite else int(counts.max()) + 1
-    unit = (keys[:, :width] & low).astype(np.int16 if units < 2**15 else np.int32)
+    unit = keys[:, :width].astype(np.int16 if units < 2**15 else np.int32)
+    unit &= unit.dtype.type(low)
     del keys
     # the phase of each arrival is its rank among its unit's arrivals: group the row by
     # unit (a stable sort keeps the time order within a unit)
     order = np.argsort(unit, axis=1, kind="stable")
-    flat = (order + (rows * width)[:, None]).reshape(-1)  # row-major places in the rows
-    grouped = unit.reshape(-1)[flat].reshape(size, width)
+    grouped = np.sort(unit, axis=1, kind="stable")
     first = np.ones(grouped.shape, bool)
     first[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
-    place = np.arange(width)
-    rank = place - np.maximum.accumulate(np.where(first, place, 0), axis=1)
-    phase = np.empty(size * width, np.int64)
-    phase[flat] = rank.reshape(-1)
     # a commit's pulled clock: the place of its unit's previous commit, plus one
     before = np.empty(order.shape, np.int32)
     before[:, 0] = 0
-    before[:, 1:] = order[:, :-1] + 1
+    before[:, 1:] = order[:, :-1]
+    before[:, 1:] += 1
     before[first] = 0
+    place = np.arange(width, dtype=np.int32)
+    rank = np.where(first, place, np.int32(0))
+    np.maximum.accumulate(rank, axis=1, out=rank)
+    np.subtract(place, rank, out=rank)
+    # where the arrival of each (unit, rank) is in cum, then in the time order
+    index = grouped.astype(np.int64)
+    index += (rows * units)[:, None]
+    index *= cum.shape[2]
+    index += rank
+    order += (rows * width)[:, None]
+    flat = order.reshape(-1)
+    time = np.empty(size * width)
+    time[flat] = cum.reshape(-1)[index.reshape(-1)]
+    time = time.reshape(size, width)
     pulled = np.empty(size * width, np.int32)
     pulled[flat] = before.reshape(-1)
     pulled = pulled.reshape(size, width)
-    time = cum.reshape(-1)[(rows[:, None] * units + unit) * cum.shape[2]
-                           + phase.reshape(size, width)]
     rising = time[:, 1:] > time[:, :-1]
     if finite:
         tied = ~rising.all(axis=1)
