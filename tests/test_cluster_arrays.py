@@ -188,6 +188,15 @@ def test_horizon_edges():
     kept = _check_async(cluster, horizon=at)
     assert kept[1].n_events == 201 and kept[1].time[-1] == at
     _check_async(cluster, commits=1)
+    # the same for rounds, plain and semi-synchronous
+    for semisync in (None, SemiSync(quorum=2), SemiSync(quorum=2, late="stale")):
+        assert all(t.n_events == 0 for t in _check_sync(cluster, horizon=0.01,
+                                                        semisync=semisync))
+        reference = simulate_sync(cluster, rounds=40, rng=SEEDS[2], semisync=semisync)
+        at = float(reference.time[30])
+        kept = _check_sync(cluster, horizon=at, semisync=semisync)
+        assert kept[2].n_events == 31 and kept[2].time[-1] == at
+        _check_sync(cluster, rounds=1, semisync=semisync)
 
 
 def test_one_seed_and_duplicate_seeds():

@@ -124,8 +124,9 @@ def _durations(times: np.ndarray, down: float) -> np.ndarray:
     """From each round's start (the previous reply's arrival) to its reply's arrival."""
     ends = times + down
     out = np.empty_like(ends)
-    out[:, 0] = ends[:, 0] - 0.0
-    out[:, 1:] = ends[:, 1:] - ends[:, :-1]
+    if ends.shape[1]:
+        out[:, 0] = ends[:, 0] - 0.0
+        out[:, 1:] = ends[:, 1:] - ends[:, :-1]
     return out
 
 
