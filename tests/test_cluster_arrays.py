@@ -27,6 +27,7 @@ from asynclab.cluster import (
     TimingModel,
     _arrays,
     _arrays_async,
+    _arrays_rounds,
     _arrays_streams,
     array_coverage,
     machine_repairman,
@@ -166,15 +167,38 @@ def test_long_windows_cross_the_simulator_s_draw_blocks():
 
 @pytest.mark.parametrize("server_time", [0.0, 0.05])
 def test_a_worker_held_up_long_makes_the_others_draw_more(server_time):
-    """A straggler of 300 s early in worker 0's run: the others commit more than their
-    share, beyond the phases drawn for it at first."""
+    """A straggler of 600 s early in worker 0's run: the others commit far more than an
+    even share, beyond the phases drawn for it at first."""
     cluster = Cluster(4, LOGNORMAL, server_time=server_time,
-                      stragglers=(Straggler(0, 300.0, at_step=3),))
+                      stragglers=(Straggler(0, 600.0, at_step=3),))
     many = _check_async(cluster, commits=2000, seeds=[1, 2])
-    for trace in many:  # an even share is 500 commits; 543 phases are drawn at first
+    first = _arrays_async._expected_phases(cluster, (1,) * 4, 2000, math.inf) + 2
+    for trace in many:
         counts = np.bincount(trace.worker, minlength=4)
-        assert counts[0] < 350 and counts[1:].min() > 543
-    _check_async(cluster, horizon=700.0, seeds=[1])
+        assert counts[0] < 200 and (counts[1:] > first[1:]).all(), (counts, first)
+    _check_async(cluster, horizon=900.0, seeds=[1])
+
+
+@pytest.mark.parametrize("cluster", [Cluster(3, EXPONENTIAL), Cluster(3, GAMMA, server_time=0.1),
+                                     Cluster(4, LOGNORMAL, group_size=2)],
+                         ids=["merge", "loop", "groups"])
+def test_every_unit_draws_what_its_commits_need_from_any_first_guess(cluster, monkeypatch):
+    """With a first guess of 3 phases per unit every run draws on as it goes, with both
+    budgets: the same traces."""
+    monkeypatch.setattr(_arrays_async, "_expected_phases",
+                        lambda cluster, steps, limit, horizon: np.full(cluster.groups, 3))
+    _check_async(cluster, commits=400, seeds=[0, 5])
+    _check_async(cluster, horizon=80.0, seeds=[0, 5])
+    _check_async(cluster, commits=300, seeds=[0, 5], local_steps=2)
+
+
+def test_rounds_draw_what_they_need_from_any_first_guess(monkeypatch):
+    monkeypatch.setattr(_arrays_rounds, "_expected_rounds", lambda *args: 3)
+    monkeypatch.setattr(_arrays_rounds, "_CHUNK_ROUNDS", 5)
+    for cluster in (Cluster(3, EXPONENTIAL), Cluster(3, GAMMA, server_time=0.1)):
+        for semisync in (None, SemiSync(quorum=2), SemiSync(quorum=2, late="stale")):
+            _check_sync(cluster, rounds=60, semisync=semisync, seeds=[0, 5])
+            _check_sync(cluster, horizon=50.0, semisync=semisync, seeds=[0, 5])
 
 
 def test_horizon_edges():

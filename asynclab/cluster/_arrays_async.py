@@ -50,7 +50,7 @@ def _expected_phases(cluster, steps, limit, horizon) -> np.ndarray:
         expected = limit * rate / rate.sum()
     else:
         expected = horizon / cycle
-    return np.ceil(1.05 * expected).astype(np.int64) + 16
+    return np.ceil(1.1 * expected).astype(np.int64) + 16
 
 
 def run(cluster, steps: tuple[int, ...], seeds: np.ndarray, limit, horizon,
@@ -180,39 +180,83 @@ def _merge(phases: Phases, cycle: np.ndarray, limit, horizon):
     of its units' arrivals in time order, one sort. Returns as :func:`run`; ``tied``
     marks the seeds whose arrivals are not all distinct, or that the sort's keys could
     not tell apart (two arrivals within a few units in the last place): the caller runs
-    them again with the loop's full key."""
-    size, units = phases.delays.shape[:2]
+    them again with the loop's full key. A seed whose budget needs more arrivals than
+    were drawn draws more and is merged again."""
+    size = phases.delays.shape[0]
+    rows = np.arange(size)
+    parts = []
+    while rows.size:
+        done, short, reach = _merge_rows(phases, rows, limit, horizon)
+        if done is not None:
+            parts.append(done)
+        if not short.any():
+            break
+        rows = rows[short]
+        drawn = phases.unit_drawn()[rows]
+        last = _last_arrivals(phases, rows, drawn)
+        grow = last < reach[:, None]
+        more = np.ceil((reach[:, None] - last) / cycle[None, :]).astype(np.int64)
+        need = np.zeros(phases.drawn.shape[:1] + (phases.units,), np.int64)
+        need[rows] = np.where(grow, drawn + np.maximum(more, 0) + _SPARE, 0)
+        phases.ensure(need)
+    width = max(part[1].shape[1] for part in parts)
+    time = np.zeros((size, width))
+    worker = np.zeros((size, width), np.int32)
+    pulled = np.zeros((size, width), np.int32)
+    counts = np.zeros(size, np.int64)
+    tied = np.zeros(size, bool)
+    for which, t, w, p, c, tie in parts:
+        time[which, :t.shape[1]], worker[which, :t.shape[1]] = t, w
+        pulled[which, :t.shape[1]], counts[which], tied[which] = p, c, tie
+    return time, worker, pulled, counts, tied
+
+
+def _last_arrivals(phases: Phases, rows: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """Every unit's last drawn arrival, ``(len(rows), U)``."""
+    cum = np.cumsum(phases.delays[rows, :, :drawn.max()], axis=2)
+    return cum[np.arange(rows.size)[:, None], np.arange(phases.units)[None, :], drawn - 1]
+
+
+def _merge_rows(phases: Phases, rows: np.ndarray, limit, horizon):
+    """:func:`_merge` for the seeds ``rows``: ``(done, short, reach)``, ``done`` the
+    traces of the seeds that held enough arrivals (None if none did) as ``(rows, time,
+    worker, pulled, counts, tied)``; ``short`` which of ``rows`` did not, and ``reach``
+    how far (in seconds) they should draw."""
+    units = phases.units
     finite = np.isfinite(limit)
     need = int(limit) + 1 if finite else 0  # one past the last shows a tie at the end
-    rows = np.arange(size)
+    drawn = phases.unit_drawn()[rows]
+    cum = np.cumsum(phases.delays[rows, :, :drawn.max()], axis=2)  # NaN past the draws
+    size = rows.size
+    index = np.arange(size)
+    frontier = cum[index[:, None], np.arange(units)[None, :], drawn - 1].min(axis=1)
+    if not finite:
+        short = frontier <= horizon  # every arrival before the frontier has been drawn
+        reach = np.full(short.sum(), 1.1 * horizon)
+        if short.all():
+            return None, short, reach
+        rows, cum = rows[~short], cum[~short]
+        size, index = rows.size, index[:rows.size]
     bits = (units - 1).bit_length()
     low = np.int64((1 << bits) - 1)
-    while True:
-        drawn = phases.unit_drawn()
-        cum = np.cumsum(phases.delays[:, :, :drawn.max()], axis=2)  # NaN past the draws
-        last = cum[rows[:, None], np.arange(units)[None, :], drawn - 1]
-        frontier = last.min(axis=1)  # every arrival before it has been drawn
-        if not finite and (frontier <= horizon).any():
-            short, reach = frontier <= horizon, np.full(size, 1.1 * horizon)
-        else:
-            # non-negative floats sort as their bits do; the low bits carry the unit
-            keys = cum.view(np.int64) & ~low
-            keys |= np.arange(units, dtype=np.int64)[None, :, None]
-            keys = keys.reshape(size, -1)
-            keys.sort(axis=1)
-            if not finite:
-                break
-            # the last arrival needed must come before the first one not drawn
-            short = keys[:, need - 1] >= (frontier.view(np.int64) & ~low)
-            if not short.any():
-                break
-            reach = 1.1 * (keys[:, need - 1] & ~low).view(np.float64)
-            del keys
-        grow = short[:, None] & (last < reach[:, None])
-        more = np.ceil((reach[:, None] - last) / cycle[None, :]).astype(np.int64)
-        phases.ensure(np.where(grow, drawn + np.maximum(more, 0) + _SPARE, 0))
-    counts = np.full(size, int(limit)) if finite else \
-        (cum <= horizon).sum(axis=(1, 2))
+    # non-negative floats sort as their bits do; the low bits carry the unit
+    keys = cum.view(np.int64) & ~low
+    keys |= np.arange(units, dtype=np.int64)[None, :, None]
+    keys = keys.reshape(size, -1)
+    if finite and keys.shape[1] < need:  # fewer arrivals drawn than the budget
+        return None, np.ones(size, bool), 1.1 * frontier * need / keys.shape[1]
+    keys.sort(axis=1)
+    if finite:
+        # the last arrival needed must come before the first one not drawn
+        short = keys[:, need - 1] >= (frontier.view(np.int64) & ~low)
+        reach = 1.1 * (keys[short, need - 1] & ~low).view(np.float64)
+        if short.all():
+            return None, short, reach
+        rows, cum, keys = rows[~short], cum[~short], keys[~short]
+        size, index = rows.size, index[:rows.size]
+        counts = np.full(size, int(limit))
+    else:
+        counts = (cum <= horizon).sum(axis=(1, 2))
     width = need if finite else int(counts.max()) + 1
     unit = keys[:, :width].astype(np.int16 if units < 2**15 else np.int32)
     unit &= unit.dtype.type(low)
@@ -234,14 +278,14 @@ def _merge(phases: Phases, cycle: np.ndarray, limit, horizon):
     np.maximum.accumulate(rank, axis=1, out=rank)
     np.subtract(place, rank, out=rank)
     # where the arrival of each (unit, rank) is in cum, then in the time order
-    index = grouped.astype(np.int64)
-    index += (rows * units)[:, None]
-    index *= cum.shape[2]
-    index += rank
-    order += (rows * width)[:, None]
+    where = grouped.astype(np.int64)
+    where += (index * units)[:, None]
+    where *= cum.shape[2]
+    where += rank
+    order += (index * width)[:, None]
     flat = order.reshape(-1)
     time = np.empty(size * width)
-    time[flat] = cum.reshape(-1)[index.reshape(-1)]
+    time[flat] = cum.reshape(-1)[where.reshape(-1)]
     time = time.reshape(size, width)
     pulled = np.empty(size * width, np.int32)
     pulled[flat] = before.reshape(-1)
@@ -251,7 +295,8 @@ def _merge(phases: Phases, cycle: np.ndarray, limit, horizon):
         tied = ~rising.all(axis=1)
     else:
         tied = (~rising & (place[None, 1:] < counts[:, None])).any(axis=1)
-    return time, unit.astype(np.int32), pulled, counts, tied
+    return ((rows, time, unit.astype(np.int32), pulled, counts, tied),
+            short, reach)
 
 
 _BLOCK = 128  # commits staged (one row per commit) before they go to the seeds' rows

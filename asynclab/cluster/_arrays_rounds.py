@@ -93,6 +93,9 @@ def plain(cluster, lam: int, seeds: np.ndarray, limit, horizon):
         # addition is monotone, so the max of the sums is the sum with the max)
         while True:
             width = int(phases.drawn.min())
+            if np.isfinite(limit) and width < limit:
+                phases.ensure(np.full((size, cluster.workers), int(limit)))
+                continue
             times = np.cumsum(phases.delays[:, :, :width].max(axis=1), axis=1)
             if np.isfinite(limit) or (times[:, -1] > horizon).all():
                 break
