@@ -42,8 +42,10 @@ from ._trace import RoundTrace, Trace
 
 #: Bytes the array path holds per event of every seed: the trace's arrays and the loop's.
 BYTES_PER_EVENT = 32
-#: Phases (float64) one chunk of seeds holds at once; more seeds run chunk by chunk.
-_CHUNK_VALUES = 1 << 23
+#: Phases (float64) one chunk of seeds holds at once; more seeds run chunk by chunk. A
+#: merge of independent workers gains from chunks that stay in cache; a loop with a
+#: step per commit from steps that take many seeds at once.
+_CHUNK_VALUES = {"merge": 1 << 21, "loop": 1 << 22}
 
 
 def array_coverage(cluster: Cluster, *, synchronous: bool,
@@ -111,9 +113,9 @@ def _deterministic(cluster: Cluster) -> bool:
     return cluster.compute.distribution == "constant" and not cluster.random_server
 
 
-def _chunks(size: int, per_seed: int):
-    """Slices of at most as many seeds as :data:`_CHUNK_VALUES` values hold."""
-    step = max(1, min(size, _CHUNK_VALUES // max(per_seed, 1)))
+def _chunks(size: int, per_seed: int, kind: str):
+    """Slices of at most as many seeds as ``_CHUNK_VALUES[kind]`` values hold."""
+    step = max(1, min(size, _CHUNK_VALUES[kind] // max(per_seed, 1)))
     return [slice(a, min(a + step, size)) for a in range(0, size, step)]
 
 
@@ -182,8 +184,10 @@ def simulate_async_many(
         return [trace] * len(seeds)
     exact = cluster.compute.distribution == "constant"  # every first arrival ties
     per_seed = int(2 * cluster.workers * max(64, events / cluster.groups * 1.2))
+    merged = not (cluster.random_server or cluster.server_time != 0.0) and not any(
+        s.at_time is not None for s in cluster.stragglers)
     out: list[Trace] = []
-    for part in _chunks(len(seeds), per_seed):
+    for part in _chunks(len(seeds), per_seed, "merge" if merged else "loop"):
         chunk = seeds[part]
         time, worker, pulled, counts, tied = _arrays_async.run(cluster, steps, chunk, limit,
                                                                horizon, exact=exact)
@@ -256,7 +260,7 @@ def simulate_sync_many(
         return [trace] * len(seeds)
     per_seed = int(2 * cluster.workers * max(64, min(events, 4096) * 1.2))
     out: list[RoundTrace] = []
-    for part in _chunks(len(seeds), per_seed):
+    for part in _chunks(len(seeds), per_seed, "loop"):
         chunk = seeds[part]
         if semisync is None:
             time, duration, counts = _arrays_rounds.plain(cluster, lam, chunk, limit, horizon)
