@@ -119,6 +119,14 @@ def _chunks(size: int, per_seed: int, kind: str):
     return [slice(a, min(a + step, size)) for a in range(0, size, step)]
 
 
+def _in_chunks(traces, seeds: np.ndarray, per_seed: int, kind: str) -> list:
+    """``traces(chunk)`` for every chunk of ``seeds`` (:func:`_chunks`), joined in order.
+    (Two threads, one chunk each, measured no faster on the 2-core machine: the draws'
+    and the rounds' Python steps hold the interpreter.)"""
+    return [trace for part in _chunks(len(seeds), per_seed, kind)
+            for trace in traces(seeds[part])]
+
+
 def _check_events(size: int, events: float, field: str, extra: int = 0) -> None:
     """Refuse, before any work, traces that cannot fit in memory (``extra``: bytes more
     per event, e.g. who counted in a round)."""
@@ -186,9 +194,8 @@ def simulate_async_many(
     per_seed = int(2 * cluster.workers * max(64, events / cluster.groups * 1.2))
     merged = not (cluster.random_server or cluster.server_time != 0.0) and not any(
         s.at_time is not None for s in cluster.stragglers)
-    out: list[Trace] = []
-    for part in _chunks(len(seeds), per_seed, "merge" if merged else "loop"):
-        chunk = seeds[part]
+
+    def traces(chunk: np.ndarray) -> list[Trace]:
         time, worker, pulled, counts, tied = _arrays_async.run(cluster, steps, chunk, limit,
                                                                horizon, exact=exact)
         if tied.any():  # ties that the lowest index may break wrongly: the full key
@@ -199,6 +206,7 @@ def simulate_async_many(
                     for i, s in enumerate(again.tolist())}
         else:
             redo = {}
+        out = []
         for i in range(len(chunk)):
             t, w, p, c = redo.get(i, (time[i], worker[i], pulled[i], counts[i]))
             c = int(c)
@@ -207,7 +215,9 @@ def simulate_async_many(
                              staleness=np.arange(c, dtype=np.int32) - p,
                              n_workers=cluster.groups, local_steps=trace_steps,
                              group_size=cluster.group_size))
-    return out
+        return out
+
+    return _in_chunks(traces, seeds, per_seed, "merge" if merged else "loop")
 
 
 def simulate_sync_many(
@@ -259,9 +269,8 @@ def simulate_sync_many(
                                       rng=int(seeds[0]), semisync=semisync))
         return [trace] * len(seeds)
     per_seed = int(2 * cluster.workers * max(64, min(events, 4096) * 1.2))
-    out: list[RoundTrace] = []
-    for part in _chunks(len(seeds), per_seed, "loop"):
-        chunk = seeds[part]
+
+    def traces(chunk: np.ndarray) -> list[RoundTrace]:
         if semisync is None:
             time, duration, counts = _arrays_rounds.plain(cluster, lam, chunk, limit, horizon)
             counted, tied = None, np.zeros(len(chunk), bool)
@@ -269,6 +278,7 @@ def simulate_sync_many(
             run = _arrays_rounds.stale if semisync.stale else _arrays_rounds.discard
             time, duration, counted, counts, tied = run(cluster, lam, chunk, semisync, limit,
                                                         horizon)
+        out = []
         for i, seed in enumerate(chunk.tolist()):
             if tied[i]:  # a tie SimPy's event queue decides: SimPy simulates the seed
                 out.append(simulate_sync(cluster, local_steps=lam, rounds=rounds,
@@ -281,4 +291,6 @@ def simulate_sync_many(
                 n_workers=cluster.workers, local_steps=lam,
                 counted=None if counted is None else counted[i, :c].copy(),
                 late=None if semisync is None else semisync.late))
-    return out
+        return out
+
+    return _in_chunks(traces, seeds, per_seed, "loop")
