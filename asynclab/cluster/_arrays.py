@@ -121,8 +121,8 @@ def _chunks(size: int, per_seed: int, kind: str):
 
 def _in_chunks(traces, seeds: np.ndarray, per_seed: int, kind: str) -> list:
     """``traces(chunk)`` for every chunk of ``seeds`` (:func:`_chunks`), joined in order.
-    (Two threads, one chunk each, measured no faster on the 2-core machine: the draws'
-    and the rounds' Python steps hold the interpreter.)"""
+    The chunks run one after the other: on two cores two threads are no faster, since
+    the draws' and the rounds' Python steps hold the interpreter."""
     return [trace for part in _chunks(len(seeds), per_seed, kind)
             for trace in traces(seeds[part])]
 
