@@ -226,7 +226,9 @@ def _merge_rows(phases: Phases, rows: np.ndarray, limit, horizon):
     finite = np.isfinite(limit)
     need = int(limit) + 1 if finite else 0  # one past the last shows a tie at the end
     drawn = phases.unit_drawn()[rows]
-    cum = np.cumsum(phases.delays[rows, :, :drawn.max()], axis=2)  # NaN past the draws
+    every = rows.size == phases.delays.shape[0]  # all seeds (a slice, not a copy)
+    cum = np.cumsum(phases.delays[slice(None) if every else rows, :, :drawn.max()],
+                    axis=2)  # NaN past the draws
     size = rows.size
     index = np.arange(size)
     frontier = cum[index[:, None], np.arange(units)[None, :], drawn - 1].min(axis=1)
@@ -264,19 +266,23 @@ def _merge_rows(phases: Phases, rows: np.ndarray, limit, horizon):
     # the phase of each arrival is its rank among its unit's arrivals: group the row by
     # unit (a stable sort keeps the time order within a unit)
     order = np.argsort(unit, axis=1, kind="stable")
-    grouped = np.sort(unit, axis=1, kind="stable")
-    first = np.ones(grouped.shape, bool)
-    first[:, 1:] = grouped[:, 1:] != grouped[:, :-1]
+    # grouped, row s holds counts[s, u] arrivals of unit u, from flat place starts[s, u]
+    counts_of = np.bincount((unit + (index * units)[:, None]).reshape(-1),
+                            minlength=size * units)
+    starts = np.cumsum(counts_of) - counts_of
+    grouped = np.repeat(np.tile(np.arange(units, dtype=unit.dtype), size), counts_of)
+    rank = (np.arange(size * width) - np.repeat(starts, counts_of)).reshape(size, width)
+    first = np.zeros(size * width, bool)
+    first[starts[counts_of > 0]] = True
+    first = first.reshape(size, width)
+    grouped = grouped.reshape(size, width)
     # a commit's pulled clock: the place of its unit's previous commit, plus one
     before = np.empty(order.shape, np.int32)
     before[:, 0] = 0
     before[:, 1:] = order[:, :-1]
     before[:, 1:] += 1
     before[first] = 0
-    place = np.arange(width, dtype=np.int32)
-    rank = np.where(first, place, np.int32(0))
-    np.maximum.accumulate(rank, axis=1, out=rank)
-    np.subtract(place, rank, out=rank)
+    place = np.arange(width)
     # where the arrival of each (unit, rank) is in cum, then in the time order
     where = grouped.astype(np.int64)
     where += (index * units)[:, None]
