@@ -1,8 +1,12 @@
-"""Cluster timing models and the SimPy simulator that turns them into a trace."""
+"""Cluster timing models, the SimPy simulator that turns them into a trace, and its
+array-speed twin that draws many seeds' traces at once."""
 
 from .._facts import ScheduleFacts as ScheduleFacts
 from ._activity import KINDS as KINDS
 from ._activity import Activity as Activity
+from ._arrays import array_coverage as array_coverage
+from ._arrays import simulate_async_many as simulate_async_many
+from ._arrays import simulate_sync_many as simulate_sync_many
 from ._availability import Availability as Availability
 from ._availability import Failures as Failures
 from ._availability import goodput as goodput
@@ -72,6 +76,7 @@ __all__ = [
     "Availability",
     "Failures",
     "Activity",
+    "array_coverage",
     "Cluster",
     "LATE",
     "SemiSync",
@@ -108,7 +113,9 @@ __all__ = [
     "ScheduleFacts",
     "RoundTrace",
     "simulate_async",
+    "simulate_async_many",
     "simulate_sync",
+    "simulate_sync_many",
     "simulate_sync_with_warmup",
     "simulator_bytes",
     "slow_workers",
