@@ -35,8 +35,8 @@ from ._simulator import (
     _check_cluster,
     _worker_steps,
     simulate_async,
-    simulate_sync,
 )
+from ._sync import simulate_sync
 from ._timing import Cluster, ComputeTime
 from ._trace import RoundTrace, Trace
 

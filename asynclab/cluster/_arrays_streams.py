@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-from ._simulator import _FIRST_BLOCK, _MAX_BLOCK
+from ._streams import _FIRST_BLOCK, _MAX_BLOCK
 
 _MASK32 = 0xFFFFFFFF
 _POOL = 4  # numpy's default SeedSequence pool: 4 words of 32 bits
