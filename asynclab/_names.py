@@ -25,3 +25,6 @@ FIGURES = ("staleness", "straggler", "implicit_momentum", "momentum_tuning",
 #: The scores a sweep's points are ranked by (``asynclab.engine.SCORES``).
 SCORES = ("final_loss", "commits_to_target", "success_rate", "final_accuracy",
           "time_to_accuracy")
+
+#: What makes the schedules (``asynclab.cluster.SIMULATORS``).
+SIMULATORS = ("auto", "simpy", "arrays")

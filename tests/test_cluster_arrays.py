@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 
+import asynclab
 from asynclab._errors import ConfigError
 from asynclab.cluster import (
     Availability,
@@ -48,6 +49,9 @@ def _same_trace(a, b) -> None:
     """Two traces hold equal arrays of equal dtypes and equal metadata."""
     assert type(a) is type(b)
     for name, x in a._asdict().items():
+        if name == "simulator":  # what made it: the two paths say so
+            assert {x, getattr(b, name)} <= {"simpy", "arrays"}, name
+            continue
         y = getattr(b, name)
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
             assert x is not None and y is not None, name
@@ -487,3 +491,45 @@ def test_semisync_rounds_over_many_seeds(late):
         if semisync.quorum is not None and semisync.quorum > 6:
             continue
         _check_sync(cluster, seeds=list(range(10)), rounds=1000, semisync=semisync)
+
+
+# ----------------------------------------------------------------------------- the choice
+
+
+def test_a_run_takes_the_array_path_where_it_covers_the_model_with_the_same_numbers():
+    """`simulator="auto"` makes each seed's schedule with the array path, `"simpy"` with
+    the reference: the same traces (each says which made it), so the same run."""
+    cluster = Cluster(6, ComputeTime("lognormal", 1.0, 0.5), server_time=0.05)
+    options = dict(cluster=cluster, commits=300, seeds=range(5), noise=1.0,
+                   trace_per_seed=True)
+    fast = asynclab.prepare("beale", "downpour", simulator="auto", **options)
+    slow = asynclab.prepare("beale", "downpour", simulator="simpy", **options)
+    made = [asynclab.engine.schedules(s) for s in (fast, slow)]
+    assert {t.simulator for t in made[0]} == {"arrays"}
+    assert {t.simulator for t in made[1]} == {"simpy"}
+    for a, b in zip(*made, strict=True):
+        _same_trace(a, b)
+    np.testing.assert_array_equal(asynclab.run(fast, progress=False).final_loss,
+                                  asynclab.run(slow, progress=False).final_loss)
+
+
+def test_the_reference_makes_what_the_array_path_does_not_cover():
+    cluster = Cluster(4, availability=asynclab.cluster.Availability(mtbf=50.0, mttr=2.0))
+    spec = asynclab.prepare("beale", "downpour", cluster=cluster, commits=50, seeds=[0, 1],
+                            trace_per_seed=True)
+    assert {t.simulator for t in asynclab.engine.schedules(spec)} == {"simpy"}
+    with pytest.raises(ConfigError, match="simulator='arrays' does not cover.*failures"):
+        asynclab.prepare("beale", "downpour", cluster=cluster, commits=50,
+                         simulator="arrays")
+    with pytest.raises(ConfigError, match="simulator must be one of auto, simpy, arrays"):
+        asynclab.prepare("beale", "downpour", workers=2, commits=5, simulator="fast")
+
+
+def test_the_command_line_chooses_the_simulator(capsys):
+    from asynclab.cli import main
+
+    assert main(["run", "--simulator", "arrays", "--mtbf", "100", "--mttr", "1",
+                 "--commits", "10"]) == 2
+    assert "simulator='arrays' does not cover" in capsys.readouterr().err
+    assert main(["run", "--simulator", "simpy", "--seeds", "0:3", "--trace-per-seed",
+                 "--commits", "20", "--json"]) == 0

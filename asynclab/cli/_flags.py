@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from .. import ConfigError, _validate
-from .._names import DISTRIBUTIONS, INITS, LATE
+from .._names import DISTRIBUTIONS, INITS, LATE, SIMULATORS
 from . import _own, _types
 
 #: Seeds one run may have on the command line.
@@ -458,6 +458,10 @@ def add_seeds(p: argparse.ArgumentParser, *, several: bool = True) -> None:
                    "unless --trace-per-seed")
     p.add_argument("--trace-per-seed", action="store_true",
                    help="simulate a separate schedule for every seed (simulator only)")
+    p.add_argument("--simulator", default="auto", choices=SIMULATORS,
+                   help="what makes the schedules: auto (the array-speed generator where it "
+                   "covers the timing model, many seeds at once; SimPy elsewhere: the same "
+                   "traces), simpy (the reference simulator) or arrays")
 
 
 def seeds(args) -> list[int]:
@@ -560,7 +564,7 @@ def prepare_options(args, *, backend: str = "sim") -> dict:
         options.update(noise=args.noise, init=args.init, start=_start(args.start),
                        record_every=args.record_every)
     if "trace_per_seed" in has:
-        options["trace_per_seed"] = args.trace_per_seed
+        options.update(trace_per_seed=args.trace_per_seed, simulator=args.simulator)
     commits = args.commits
     if commits is None and args.horizon is None:
         commits = args.default_commits

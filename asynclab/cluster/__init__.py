@@ -45,7 +45,10 @@ from ._replayed import ReplayedTimes as ReplayedTimes
 from ._replayed import from_log as from_log
 from ._rounds import LATE as LATE
 from ._rounds import SemiSync as SemiSync
+from ._schedule import SIMULATORS as SIMULATORS
+from ._schedule import check_simulator as check_simulator
 from ._schedule import schedule as schedule
+from ._schedule import schedules as schedules
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulator_bytes as simulator_bytes
 from ._stragglers import StragglerFit as StragglerFit
@@ -110,6 +113,9 @@ __all__ = [
     "ReplayedTimes",
     "round_robin_trace",
     "schedule",
+    "schedules",
+    "SIMULATORS",
+    "check_simulator",
     "ScheduleFacts",
     "RoundTrace",
     "simulate_async",

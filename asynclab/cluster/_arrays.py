@@ -214,7 +214,7 @@ def simulate_async_many(
             out.append(Trace(time=t[:c], worker=w[:c], pulled_clock=p,
                              staleness=np.arange(c, dtype=np.int32) - p,
                              n_workers=cluster.groups, local_steps=trace_steps,
-                             group_size=cluster.group_size))
+                             group_size=cluster.group_size, simulator="arrays"))
         return out
 
     return _in_chunks(traces, seeds, per_seed, "merge" if merged else "loop")
@@ -290,7 +290,7 @@ def simulate_sync_many(
                 time=time[i, :c].copy(), duration=duration[i, :c].copy(),
                 n_workers=cluster.workers, local_steps=lam,
                 counted=None if counted is None else counted[i, :c].copy(),
-                late=None if semisync is None else semisync.late))
+                late=None if semisync is None else semisync.late, simulator="arrays"))
         return out
 
     return _in_chunks(traces, seeds, per_seed, "loop")

@@ -114,4 +114,4 @@ def simulate_sync_with_warmup(cluster: Cluster, *, warmup_rounds: int, local_ste
                       duration=np.concatenate([p.duration for p in parts]),
                       n_workers=cluster.workers, local_steps=local_steps,
                       activity=join([p.activity for p in parts], cluster.workers)
-                      if activity else None)
+                      if activity else None, simulator="simpy")

@@ -306,6 +306,7 @@ def simulate_async(
         local_steps=int(local_steps) if per_worker is None else per_worker,
         group_size=cluster.group_size,
         failures=None if available is None else _failures(failed),
+        simulator="simpy",
     )
     if not activity:
         return trace

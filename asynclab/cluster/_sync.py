@@ -214,6 +214,7 @@ def simulate_sync(
         n_workers=cluster.workers,
         local_steps=int(local_steps),
         failures=None if available is None else _failures(failed),
+        simulator="simpy",
     )
     if not activity:
         return trace
@@ -236,7 +237,8 @@ def _semisync_trace(cluster, units, semisync, local_steps, limit, horizon, activ
                                               recorder, serve, failing, local_steps)
     trace = RoundTrace(time=time, duration=duration, n_workers=cluster.workers,
                        local_steps=local_steps, counted=counted, late=semisync.late,
-                       failures=None if failing is None else _failures(failing[2]))
+                       failures=None if failing is None else _failures(failing[2]),
+                       simulator="simpy")
     if not activity:
         return trace
     end = float(trace.time[-1]) if trace.n_events else 0.0

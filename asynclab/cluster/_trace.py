@@ -53,6 +53,9 @@ class Trace(NamedTuple):
         who went down when, the server clock at its rejoin pull, the evaluations lost),
         for a cluster with :attr:`~asynclab.cluster.Cluster.availability`; None
         otherwise. The replay makes each rejoin a pull of the centre without a commit.
+      simulator: what made the schedule: ``"simpy"`` (the reference simulator),
+        ``"arrays"`` (the array-speed generator, the same trace for the same seed), or
+        None (made otherwise: an order, a log).
     """
 
     time: np.ndarray
@@ -64,6 +67,7 @@ class Trace(NamedTuple):
     group_size: int = 1
     failures: Failures | None = None
     activity: Activity | None = None
+    simulator: str | None = None
 
     @property
     def n_events(self) -> int:
@@ -113,6 +117,7 @@ class RoundTrace(NamedTuple):
         the centre it had, so the replay is that of the plain rounds. Semi-synchronous
         rounds (``late="discard"``) close without it; back, it pulls the current centre,
         so the replay is that of the masked rounds (``counted``).
+      simulator: what made the schedule, as :attr:`Trace.simulator`.
     """
 
     time: np.ndarray
@@ -123,6 +128,7 @@ class RoundTrace(NamedTuple):
     late: str | None = None
     failures: Failures | None = None
     activity: Activity | None = None
+    simulator: str | None = None
 
     @property
     def n_events(self) -> int:

@@ -14,7 +14,16 @@ import numpy as np
 
 from .. import _validate
 from .._errors import ConfigError
-from ..cluster import Cluster, ComputeTime, RoundTrace, SemiSync, Trace, hopeless
+from ..cluster import (
+    SIMULATORS,
+    Cluster,
+    ComputeTime,
+    RoundTrace,
+    SemiSync,
+    Trace,
+    check_simulator,
+    hopeless,
+)
 from ..problems import Problem, get_problem, options_of
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
@@ -58,6 +67,8 @@ class RunSpec:
       traces: the schedules given to replay, or None (simulated from ``cluster``).
       diverged_above: the divergence bound (a multiple of max(1, |initial loss|)), or
         None for only non-finite losses.
+      simulator: what makes the schedules: ``"auto"``, ``"simpy"`` or ``"arrays"``
+        (:data:`~asynclab.cluster.SIMULATORS`).
       config: what the result records of the configuration (read-only).
     """
 
@@ -79,6 +90,7 @@ class RunSpec:
     grid: Mapping[str, np.ndarray] | None
     traces: tuple | None
     diverged_above: float | None
+    simulator: str
     config: Mapping
 
     @property
@@ -372,6 +384,7 @@ def prepare(
     traces: Trace | RoundTrace | Sequence | None = None,
     backend: str = "sim",
     diverged_above: float | None = DIVERGED_ABOVE,
+    simulator: str = "auto",
     **hyperparameters,
 ) -> RunSpec:
     """Check and complete a run's description, before any work: a :class:`RunSpec`.
@@ -415,6 +428,10 @@ def prepare(
       diverged_above: a run whose recorded loss exceeds this many times max(1, |its
         initial loss|) is reported as diverged at that record, as one whose centre or
         loss is not finite (default 1e6; None: only those).
+      simulator: what makes the schedules: ``"auto"`` (the array-speed generator where it
+        covers the timing model, many seeds at once, SimPy elsewhere: the same traces),
+        ``"simpy"`` (the reference simulator) or ``"arrays"`` (refused where it does not
+        cover the model). Each trace says which made it (``trace.simulator``).
       backend: ``"sim"`` (the replay of simulated schedules), ``"pmap"`` (the device
         executor, one worker per device, :func:`asynclab.backends.run_devices`) or
         ``"threads"`` (free-running threads).
@@ -481,6 +498,11 @@ def prepare(
         reason = hopeless(built_cluster, built_rule.schedule_facts)
         if reason is not None:
             raise ConfigError(reason)
+        simulator = check_simulator(simulator, built_rule.schedule_facts, built_cluster,
+                                    semisync=semisync)
+    elif simulator not in SIMULATORS:
+        raise ConfigError(f"simulator must be one of {', '.join(SIMULATORS)}, got "
+                          f"{simulator!r}")
     if traces is None and backend != "threads" and (commits is None) == (horizon is None):
         if backend == "sim":
             raise ConfigError("give exactly one budget: commits (or rounds) or horizon "
@@ -533,6 +555,7 @@ def prepare(
         **({} if semisync is None else {"semisync": dataclasses.asdict(semisync)}),
         **({} if backend == "sim" else {"backend": backend}),
         diverged_above=diverged_above,
+        simulator=simulator,
         defaults_used=(["learning_rate"] if defaulted else [])
         + (["record_every"] if record_every is None else []),
     )
@@ -542,7 +565,7 @@ def prepare(
                    record_every=record_every, record_paths=record_paths, backend=backend,
                    devices=device_list, runs_per_call=runs_per_call,
                    grid=None if grid is None else types.MappingProxyType(grid),
-                   traces=traces, diverged_above=diverged_above,
+                   traces=traces, diverged_above=diverged_above, simulator=simulator,
                    config=types.MappingProxyType(config))
 
 

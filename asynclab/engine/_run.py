@@ -5,6 +5,7 @@ from __future__ import annotations
 from .._errors import ConfigError
 from ..cluster import expected_events
 from ..cluster import schedule as cluster_schedule
+from ..cluster import schedules as cluster_schedules
 from ._budget import announce, run_seconds
 from ._prepare import RunSpec, prepare
 from ._replay import replay
@@ -22,7 +23,8 @@ def schedule(rule, cluster, *, commits=None, horizon=None, rng=0, activity: bool
 
 def schedules(spec: RunSpec, *, activity: bool = False) -> list:
     """The schedules a prepared run replays: the given traces, or one simulated for the
-    first seed (every seed replays it), or one per seed (``trace_per_seed``)."""
+    first seed (every seed replays it), or one per seed (``trace_per_seed``), made by the
+    spec's simulator (:func:`asynclab.cluster.schedules`)."""
     if not isinstance(spec, RunSpec):
         raise ConfigError(f"schedules takes a RunSpec (asynclab.prepare), got {spec!r}")
     if spec.traces is not None:
@@ -31,9 +33,9 @@ def schedules(spec: RunSpec, *, activity: bool = False) -> list:
         raise ConfigError("this run measures its schedule on real threads; it has none to "
                           "simulate")
     seeds = spec.seeds if spec.trace_per_seed else spec.seeds[:1]
-    return [cluster_schedule(spec.rule, spec.cluster, commits=spec.commits,
-                             horizon=spec.horizon, rng=s, activity=activity,
-                             semisync=spec.semisync) for s in seeds]
+    return cluster_schedules(spec.rule, spec.cluster, seeds=seeds, commits=spec.commits,
+                             horizon=spec.horizon, semisync=spec.semisync,
+                             activity=activity, simulator=spec.simulator)
 
 
 def estimated_seconds(spec: RunSpec) -> float:
