@@ -5,7 +5,9 @@
 # Monte-Carlo figure (and the figure again on the CPU's shared programs, STEPWISE_SECONDS),
 # the net beside its hand-written floor at 1, 32 and 1,024 seeds, the
 # peer's workload at 1 and 1,024 seeds (asynclab's rows; the peer itself runs on a CPU),
-# then the quick tier of the suite on the accelerator host (SUITE_WORKERS processes).
+# per-seed schedules for 10,000 seeds and the Monte-Carlo run over them
+# (SCHEDULES_SECONDS), then the quick tier of the suite on the accelerator host
+# (SUITE_WORKERS processes).
 #
 #     bash benchmarks/accelerator.sh            # on a machine with a GPU and CUDA jax
 #
@@ -39,6 +41,9 @@ timeout "${NETS_SECONDS:-120}" "$py" benchmarks/nets.py --seeds 32,1024 2>&1 | t
 timeout "${PEERS_SECONDS:-150}" "$py" benchmarks/peers.py --seeds 1,1024 \
   --updates "${PEERS_UPDATES:-20}" --runs-per-call "${PEERS_RUNS_PER_CALL:-256}" --no-by-hand 2>&1 \
   | tee "$out/peers.txt"
+# schedules drawn for 10,000 seeds at once, and the run over them beside one shared schedule
+timeout "${SCHEDULES_SECONDS:-200}" "$py" benchmarks/schedules.py --seeds 10000 2>&1 \
+  | tee "$out/schedules.txt"
 # one line per test (the names survive a cut at the time limit), failures' tracebacks short
 timeout "${SUITE_SECONDS:-400}" "$py" -m pytest -v -n "${SUITE_WORKERS:-8}" --maxprocesses="${SUITE_WORKERS:-8}" --tb=short \
   --durations=15 2>&1 | tee "$out/suite.txt"

@@ -16,13 +16,13 @@
              rounds.
 (d) run      ``asynclab.run("beale", "downpour", cluster=..., commits=5000,
              seeds=range(SEEDS), noise=1.0)`` with one shared schedule (the default)
-             beside the same Monte-Carlo run with one schedule per seed drawn by the
-             array path (``simulate_async_many`` then ``asynclab.replay``, what
-             ``trace_per_seed=True`` computes): replica-updates/s (seeds x commits / s) and
-             their ratio (bar: >= 0.5x); the share of the schedules in that call, and the
-             rate of its replay alone (the ceiling if the schedules were free). For
-             reference, one call of ``run(..., trace_per_seed=True)`` as it runs today
-             (SimPy, seed by seed).
+             beside the same Monte-Carlo run with one schedule per seed
+             (``trace_per_seed=True``, whose schedules the array path draws: the run's
+             ``schedules`` then its replay, timed apart): replica-updates/s (seeds x
+             commits / s) and their ratio (bar: >= 0.5x); the share of the schedules in
+             that call, and the rate of its replay alone (the ceiling if the schedules
+             were free). For reference, one call of the same run with
+             ``simulator="simpy"`` (SimPy, seed by seed).
 
 SimPy's rates in (a)-(c) are measured on the first SIMPY_SEEDS seeds (it runs seed by
 seed, so its rate does not depend on their number). Before timing, the array traces of
@@ -58,8 +58,6 @@ from asynclab.cluster import (
     simulate_sync,
     simulate_sync_many,
 )
-from asynclab.problems import get_problem
-from asynclab.rules import make_rule
 
 REPEATS = 3
 RUN_REPEATS = 5  # (d) moves most with the machine's load
@@ -130,8 +128,9 @@ def _schedule_rows(seeds, simpy_seeds, commits, rounds, out):
 
 
 def _run_row(seeds, commits, out):
-    rule = make_rule("downpour", learning_rate=get_problem("beale").learning_rate)
     seed_list = list(range(seeds))
+    spec = asynclab.prepare("beale", "downpour", cluster=LOGNORMAL, commits=commits,
+                            seeds=seed_list, noise=1.0, trace_per_seed=True)
 
     def shared():
         return asynclab.run("beale", "downpour", cluster=LOGNORMAL, commits=commits,
@@ -139,12 +138,13 @@ def _run_row(seeds, commits, out):
 
     split = []  # (schedules, replay) seconds of every call
 
-    def per_seed():
+    def per_seed():  # what run(spec) does, the schedules timed apart
         start = time.perf_counter()
-        traces = simulate_async_many(LOGNORMAL, commits=commits, seeds=seed_list)
+        traces = asynclab.engine.schedules(spec)
         middle = time.perf_counter()
-        result = asynclab.replay(rule, "beale", traces, seeds=seed_list, noise=1.0,
-                                 progress=False)
+        assert traces[0].simulator == "arrays"
+        result = asynclab.replay(spec.rule, spec.problem, traces, seeds=seed_list,
+                                 noise=1.0, progress=False, config=dict(spec.config))
         split.append((middle - start, time.perf_counter() - middle))
         return result
 
@@ -156,14 +156,14 @@ def _run_row(seeds, commits, out):
     rate_shared, rate_arrays = updates / best["shared"], updates / best["arrays"]
     start = time.perf_counter()
     asynclab.run("beale", "downpour", cluster=LOGNORMAL, commits=commits, seeds=seed_list,
-                 noise=1.0, progress=False, trace_per_seed=True)
+                 noise=1.0, progress=False, trace_per_seed=True, simulator="simpy")
     rate_simpy = updates / (time.perf_counter() - start)
     ratio = rate_arrays / rate_shared
     met = "met" if ratio >= RUN_TARGET else "MISSED"
     out(f"    DOWNPOUR on Beale, sigma^2 = 1, {seeds} seeds x {commits} commits "
         "(replica-updates/s; ratio to the shared schedule)")
     out(f"    {'one shared schedule':44s} {rate_shared:11.3e}    1x")
-    out(f"    {'a schedule per seed, array path':44s} {rate_arrays:11.3e} {ratio:5.2f}x"
+    out(f"    {'a schedule per seed (the array path)':44s} {rate_arrays:11.3e} {ratio:5.2f}x"
         f"   (bar >= {RUN_TARGET}x: {met})")
     fastest = min(split[1:], key=sum)  # the best call (the first one compiled)
     replay_alone = updates / min(r for _, r in split[1:])
@@ -171,7 +171,7 @@ def _run_row(seeds, commits, out):
         f"{fastest[0] / sum(fastest):5.0%}")
     out(f"      {'its replay alone (best)':42s} {replay_alone:11.3e} "
         f"{replay_alone / rate_shared:5.2f}x")
-    out(f"    {'a schedule per seed, SimPy (trace_per_seed)':44s} {rate_simpy:11.3e} "
+    out(f"    {'a schedule per seed, simulator=simpy':44s} {rate_simpy:11.3e} "
         f"{rate_simpy / rate_shared:5.2f}x   (one call, compiled)")
 
 
@@ -195,10 +195,14 @@ def _load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds of the array path's rows and of (d) (default: 1,000; "
+                        "10,000 on an accelerator host)")
     parser.add_argument("--out", default=None,
                         help="where to write the table ('-': only print)")
     args = parser.parse_args()
     seeds, simpy_seeds, commits, rounds = SIZES["quick" if args.quick else "full"]
+    seeds = args.seeds or seeds
     lines: list[str] = []
 
     def out(line: str) -> None:
