@@ -126,3 +126,57 @@ def test_counts_are_bounded_where_they_reach_an_int32():
     with pytest.raises(ConfigError, match="devices"):
         asynclab.prepare("beale", "downpour", commits=10, backend="pmap", devices=10**6)
     assert np.iinfo(np.int32).max > 4096
+
+
+def _tiny_memory(monkeypatch):
+    monkeypatch.setattr(_validate, "available_memory", lambda: 10**5)
+
+
+SIM = dict(workers=4, commits=5000, seeds=range(32))
+
+
+@pytest.mark.parametrize("entry", [
+    "run", "sweep", "replay", "replay_grid", "study", "run_devices",
+    "cli run", "cli sweep", "cli trace show", "cli trace export", "cli trace inspect",
+])
+def test_every_simulating_entry_point_passes_the_budget_guard(entry, monkeypatch, tmp_path,
+                                                             capsys):
+    """Each way of simulating or replaying refuses, before any work, what would not fit:
+    a new one that skips the guard fails here."""
+    from asynclab.cli import main
+
+    trace = simulate_async(Cluster(4), commits=5000, rng=0)
+    rule = asynclab.rules.make_rule("downpour", learning_rate=1e-3)
+    monkeypatch.chdir(tmp_path)
+    _tiny_memory(monkeypatch)
+    calls = {
+        "run": lambda: asynclab.run("beale", "downpour", **SIM),
+        "sweep": lambda: asynclab.sweep("beale", "downpour", grid={"learning_rate": [1e-3]},
+                                        **SIM),
+        "replay": lambda: asynclab.replay(rule, "beale", trace, seeds=range(32)),
+        "replay_grid": lambda: asynclab.engine.replay_grid(
+            rule, asynclab.problems.get_problem("beale"), trace,
+            grid={"learning_rate": [1e-3, 2e-3]}, seeds=range(32)),
+        "study": lambda: asynclab.study("beale", rules=["downpour"], **SIM),
+        "run_devices": lambda: asynclab.backends.run_devices(asynclab.prepare(
+            "beale", "downpour", workers=1, commits=5000, backend="pmap")),
+    }
+    argv = {
+        "cli run": ["run", "--commits", "5000", "--seeds", "0:32"],
+        "cli sweep": ["sweep", "--grid", "learning_rate=1e-3", "--commits", "5000",
+                      "--seeds", "0:32"],
+        "cli trace show": ["trace", "show", "--commits", "200000"],
+        "cli trace export": ["trace", "export", "--commits", "200000"],
+        # the log itself fits only in the real memory: its simulation of 10^12 commits not
+        "cli trace inspect": ["trace", "inspect", "example", "--commits", str(10**12)],
+    }
+    if entry == "cli trace inspect":
+        monkeypatch.undo()
+        monkeypatch.chdir(tmp_path)
+    if entry in calls:
+        with pytest.raises(ConfigError, match="would need about"):
+            calls[entry]()
+        return
+    assert main(argv[entry]) == 2
+    assert "would need about" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
