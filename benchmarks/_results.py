@@ -35,8 +35,12 @@ def machine() -> str:
     device = jax.devices()[0]
     if device.platform == "cpu":
         return "cpu"
+    # the model's name: the first word with a digit ("NVIDIA H200" -> h200)
     words = re.findall(r"[a-z0-9]+", device.device_kind.lower())
-    return words[-1] if words else device.platform
+    model = next((w for w in words if any(c.isdigit() for c in w)), None)
+    if device.platform in ("gpu", "cuda", "rocm"):
+        return model or "gpu"
+    return f"{device.platform}-{model}" if model else device.platform
 
 
 def _load() -> str:
