@@ -17,6 +17,9 @@ cd "$(dirname "$0")/.."
 out="${OUT:-accelerator-results}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+# each script's dated table (benchmarks/_results.py) comes back with the rest: the
+# newest file of benchmarks/results/ is a script's latest table once copied there
+export ASYNCLAB_BENCHMARK_RESULTS="${ASYNCLAB_BENCHMARK_RESULTS:-$out/results}"
 py="${PYTHON:-python3}"
 {
   date -u +%FT%T

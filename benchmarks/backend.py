@@ -36,6 +36,7 @@ import time
 
 import jax
 import numpy as np
+from _results import recorded
 
 from asynclab.backends import run_pmap, simulate_cpu_devices
 from asynclab.cluster import RoundTrace
@@ -139,4 +140,5 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="a short smoke check")
     parser.add_argument("--repeats", type=int, default=None)
     args = parser.parse_args()
-    main(quick=args.quick, repeats=args.repeats)
+    with recorded("backend"):
+        main(quick=args.quick, repeats=args.repeats)

@@ -33,6 +33,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _results import recorded
 
 from asynclab.problems import _models
 from asynclab.problems._models import PRECISION, cnn, cross_entropy
@@ -140,4 +141,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("convolutions"):
+        main()

@@ -30,6 +30,7 @@ import platform
 import time
 
 import numpy as np
+from _results import recorded
 
 from asynclab.engine._compiled import TRACE_COUNT
 from asynclab.notebook import Explorer
@@ -107,4 +108,6 @@ def main(quick: bool = False) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="n = 16 only, one repeat")
-    main(parser.parse_args().quick)
+    quick = parser.parse_args().quick
+    with recorded("explorer"):
+        main(quick)

@@ -44,6 +44,7 @@ from asynclab.problems._models import mlp, model_loss
 from asynclab.problems._shards import batch_indices, make_shards
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import recorded  # noqa: E402
 from replay import _floor_options  # noqa: E402  (the floors' compile options)
 
 
@@ -204,4 +205,5 @@ def _load(values):
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("nets"):
+        main()

@@ -47,6 +47,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _results import recorded
 
 from asynclab.problems._models import cnn, cross_entropy, mlp
 
@@ -296,4 +297,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("nets_models"):
+        main()

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from _results import recorded
+
 ROWS = {
     "(a) python -c pass": [sys.executable, "-c", "pass"],
     "(b) asynclab --help": [sys.executable, "-m", "asynclab.cli", "--help"],
@@ -48,4 +50,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("startup"):
+        main()

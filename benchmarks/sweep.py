@@ -32,6 +32,7 @@ import time
 
 import jax
 import numpy as np
+from _results import recorded
 
 import asynclab
 from asynclab.engine import _compiled
@@ -135,4 +136,5 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("sweep"):
+        main()

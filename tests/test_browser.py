@@ -3,7 +3,7 @@
 Loads the page, drags the learning-rate slider and picks another surface from the
 problem control, checks that the picture changed each time without an error, and
 saves a screenshot (to the test's tmp folder; also to docs/explorer.png when
-``ASYNCLAB_UPDATE_SCREENSHOT=1``, which is how the README's picture is made). Every wait
+``ASYNCLAB_UPDATE_SCREENSHOT=1``, which is how the picture in docs/notebooks.md is made). Every wait
 is bounded and the server is stopped in a ``finally``.
 """
 

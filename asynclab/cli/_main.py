@@ -17,6 +17,7 @@ from .trace import add_trace_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``asynclab`` command's argument parser, with every subcommand and its flags."""
     parser = Parser(
         prog="asynclab", description="A laboratory for data-parallel optimizer dynamics.",
         formatter_class=Help)
@@ -87,6 +88,9 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 
 def main(argv=None) -> int:
+    """Run the ``asynclab`` command with the arguments ``argv`` (default: the process's)
+    and return its exit status: 0, 2 for a configuration error (one line
+    ``asynclab: error: ...`` on stderr), :data:`INTERRUPTED` after Ctrl-C."""
     import warnings
 
     from .. import _environment

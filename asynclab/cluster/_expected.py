@@ -85,9 +85,8 @@ HOPELESS = 1e-9
 def hopeless(cluster: Cluster, facts: ScheduleFacts) -> str | None:
     """Why no commit can be expected at all, where it is plain before simulating: Poisson
     churn whose mean time between failures is so short that even the fastest worker's
-    phase survives it with a chance below :data:`HOPELESS` (``exp(−phase / mtbf)``);
-    else None. The simulator itself stops a run that makes no progress
-    (``asynclab.cluster._process.run_until``)."""
+    phase survives it with a chance below 1e-9 (``exp(−phase / mtbf)``); else None. The
+    simulator itself stops a run that makes no progress with a ConfigError."""
     available = cluster.availability
     if available is None or not available.random:
         return None

@@ -39,7 +39,11 @@ def schedules(spec: RunSpec, *, activity: bool = False) -> list:
 
 
 def estimated_seconds(spec: RunSpec) -> float:
-    """A rough estimate of the seconds a prepared run takes (:func:`run_seconds`)."""
+    """A rough estimate of the seconds a prepared run takes: its schedules at the
+    simulator's typical event rate and its replays at a typical rate of floating-point
+    operations (higher on an accelerator), an event costing its workers' λ gradients and
+    updates. An order of magnitude, not a measurement: :func:`asynclab.run` says it
+    before a run estimated to take more than a minute (unless ``progress=False``)."""
     if spec.traces is not None:
         events, simulated = max(t.n_events for t in spec.traces), 0
     else:
