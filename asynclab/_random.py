@@ -14,12 +14,12 @@ The fast path applies to Threefry keys with ``jax_threefry_partitionable`` on (J
 default) and float32 draws; anything else goes through ``jax.random`` unchanged.
 
 Why not another of JAX's generators: ``jax.random.key(seed, impl="philox2x32")`` draws
-bulk normals about 2.4× faster than stock Threefry on a CPU, but inside the replay, where
-short parameter vectors draw a few numbers per step, it runs 1.2–15× slower than this
-fused copy (2.2× on the Monte-Carlo studies' model averaging; ``benchmarks/replay.py``,
-row (e)); a seed therefore means JAX's default Threefry-2x32 stream. On a GPU the
-picture turns: ``jax.random``'s own Threefry (the same bits) is faster than this copy
-there, so the copy is used only when JAX's default backend is the CPU (:data:`FUSE`).
+bulk normals faster than stock Threefry on a CPU, but inside the replay, where short
+parameter vectors draw a few numbers per step, it is slower than this fused copy
+(``benchmarks/replay.py``, row (e), compares the three); a seed therefore means JAX's
+default Threefry-2x32 stream. On a GPU ``jax.random``'s own Threefry (the same bits) is
+the faster one, so the copy is used only when JAX's default backend is the CPU
+(:data:`FUSE`).
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ def threefry2x32(k0, k1, x0, x1):
 
 
 #: Where the fused copy is used: ``None`` means on a CPU (JAX's default backend) only.
-#: On a GPU ``jax.random``'s own Threefry is 1.7–2.3× faster inside the replay
-#: (``benchmarks/replay.py``, row (e), one H200) and it is the same stream, so the
-#: numbers do not depend on the choice. ``True``/``False`` force it (tests do).
+#: On a GPU ``jax.random``'s own Threefry is the faster inside the replay
+#: (``benchmarks/replay.py``, row (e)) and it is the same stream, so the numbers do not
+#: depend on the choice. ``True``/``False`` force it (tests do).
 FUSE: bool | None = None
 
 
@@ -155,8 +155,8 @@ def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
         # vectorises and splits across cores. Left to fuse, it lands in its consumer (on
         # model averaging a reduction over the workers, the short parameter axis last) as
         # scalar code; drawn a component at a time in a scan, each loop runs on one core.
-        # The replay of row (h)'s model averaging cell (``benchmarks/replay.py``) runs
-        # about 2x as fast with this form as with the scan, and 3.5x as with the fused draw.
+        # Row (h) of ``benchmarks/replay.py`` (its model averaging cell) measures this
+        # form against the scan and the fused draw.
         def one_step(raw, start):  # the key words sliced inside: they fuse into the loop
             return _step_rows(raw[:, 0], raw[:, 1], start, size)
 

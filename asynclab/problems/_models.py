@@ -128,8 +128,8 @@ def _conv(z, w, padding: str = "same"):
     C_out)``. This equals ``lax.conv_general_dilated(..., padding)`` and, unlike it,
     stays a plain batched matrix product when the rules ``vmap`` it over workers and
     seeds with their own kernels: XLA's CPU backend turns that into a grouped
-    convolution 10–30× slower (``benchmarks/convolutions.py`` measures the
-    formulations for each kernel size; this one was the fastest for 3×3 and 5×5).
+    convolution, far slower (``benchmarks/convolutions.py`` measures the formulations
+    for each kernel size; this one is the fastest there for 3×3 and 5×5).
     For an even k, ``"same"`` pads one more row and column after than before (as XLA).
     """
     k = w.shape[0]

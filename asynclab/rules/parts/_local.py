@@ -132,8 +132,8 @@ ROLLED_FROM = 10_000
 def _unroll(local_steps: int, params) -> int:
     """Local steps per iteration of the compiled loop: up to 4 for a short parameter
     vector, whose steps are cheap beside the loop's own cost; 1 for a net, whose step is
-    a whole program: unrolled, it compiled that many copies and ran slower (APPFL's CNN
-    workload in ``benchmarks/peers.py``: a compiled call 15.7 s unrolled, 13.6 s rolled)."""
+    a whole program: unrolled, it compiles that many copies, which ran slower on the CNN
+    workload of ``benchmarks/peers.py``."""
     size = sum(x.size for x in jax.tree.leaves(params))
     return min(local_steps, 4) if size < ROLLED_FROM else 1
 
