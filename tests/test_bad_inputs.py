@@ -209,6 +209,8 @@ CLI = [
     ("run --trace-log {tmp}/huge_worker_id.csv", "worker 1 has no steps"),
     ("run --fit-log example --log-end wrap", "--log-end", "--trace-log"),
     ("run --compute gamma --compute-shape 1e-300", "shape", "0.01"),
+    ("run --compute lognormal --compute-shape 30", "shape", "7"),
+    ("run --rule async_diloco --param delay_period=1e12", "delay_period", "2147483647"),
     ("run --rule downpour --param server_momentum=0.99999999999", "server_momentum",
      "float32: 1.0"),
     ("run --param server_momentum=0.1 --param server_momentum=0.2", "server_momentum",
@@ -701,7 +703,7 @@ def files(tmp_path_factory) -> Path:
 
 def _edited_files(tmp: Path, result) -> None:
     """A saved result (6 events, 7 records, 1 seed) edited member by member."""
-    from asynclab import _archive
+    from asynclab import _files as _archive
     from asynclab.backends import _checkpoint
 
     with np.load(tmp / "result.npz") as f:

@@ -180,3 +180,20 @@ def test_every_simulating_entry_point_passes_the_budget_guard(entry, monkeypatch
     assert main(argv[entry]) == 2
     assert "would need about" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_extreme_values_are_refused_or_run_sensibly():
+    """Values that passed one check and broke deeper: a score name with a typo, worker
+    counts that are not integers, speeds a thousand orders apart."""
+    from asynclab.engine import best_point, scores
+    from asynclab.notebook import momentum_data
+
+    result = asynclab.sweep("beale", "downpour", workers=2, commits=10,
+                            grid={"learning_rate": [1e-3, 2e-3]}, progress=False)
+    with pytest.raises(ConfigError, match="unknown score 'final_acuracy'"):
+        best_point(result, scores(result, "final_loss"), "final_acuracy")
+    with pytest.raises(ConfigError, match=r"workers\[0\] must be an integer"):
+        momentum_data([2.5])
+    rule = asynclab.rules.make_rule("async_diloco", learning_rate=1e-3, local_steps=4,
+                                    dynamic=True, speeds=(1e308, 1e-308, 1.0, 1.0))
+    assert rule.worker_steps == (4, 1, 1, 1)  # the fastest takes H, the others one step

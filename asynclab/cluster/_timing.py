@@ -64,6 +64,12 @@ def as_generator(rng, field: str = "rng") -> np.random.Generator:
     )
 
 
+#: The largest lognormal σ a ComputeTime takes: beyond it a step exceeds the mean with a
+#: chance below 1 in 10,000 (Φ(−σ/2)), so that the steps a run draws average far below the
+#: mean the distribution is given.
+LOGNORMAL_SHAPE = 7.0
+
+
 @dataclasses.dataclass(frozen=True)
 class ComputeTime:
     """The time a worker takes for ONE local step, in simulated seconds.
@@ -107,9 +113,11 @@ class ComputeTime:
         if self.distribution == "gamma" and self.shape < 0.01:
             raise ConfigError(f"ComputeTime.shape: a gamma of shape {self.shape!r} draws "
                               "0-second steps (float64 underflow); use shape >= 0.01")
-        if self.distribution == "lognormal" and self.shape > 30:
-            raise ConfigError(f"ComputeTime.shape: a lognormal of sigma {self.shape!r} draws "
-                              "0-second and infinite steps (float64 limits); use shape <= 30")
+        if self.distribution == "lognormal" and self.shape > LOGNORMAL_SHAPE:
+            raise ConfigError(f"ComputeTime.shape: a lognormal of sigma {self.shape!r} puts "
+                              "its mean in draws rarer than 1 in 10,000 (a step exceeds the "
+                              "mean with chance Φ(−σ/2)): a run's steps average far below "
+                              f"the mean it is given; use shape <= {LOGNORMAL_SHAPE:g}")
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         """Draws compute times of local steps.

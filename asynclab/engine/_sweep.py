@@ -232,7 +232,11 @@ def scores(result: Result, score: str = "final_loss", *, target: float | None = 
 
 def best_point(result: Result, values: np.ndarray, score: str) -> dict | None:
     """The grid point with the best score: ``{name: value, ..., "score": s}``; None when
-    no point has a finite score (every point diverged, or none reached the target)."""
+    no point has a finite score (every point diverged, or none reached the target).
+    ``score`` (one of :data:`SCORES`) says which way is better."""
+    if score not in SCORES:
+        raise ConfigError(f"best_point: unknown score {score!r}; choose one of "
+                          f"{', '.join(SCORES)}")
     if not isinstance(result, Result) or result.grid is None:
         raise ConfigError("best_point: give the result of a sweep (asynclab.sweep); a plain "
                           "run has no grid points")

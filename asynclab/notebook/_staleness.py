@@ -100,9 +100,11 @@ def momentum_data(workers, compute: ComputeTime | str = "exponential", *, quick:
     """
     if not isinstance(compute, ComputeTime):
         compute = ComputeTime(compute)
-    workers = tuple(int(n) for n in workers)
-    if not workers or min(workers) < 1:
-        raise ConfigError(f"workers must be worker counts >= 1, got {workers!r}")
+    if isinstance(workers, str | bytes) or not hasattr(workers, "__iter__"):
+        raise ConfigError(f"workers must be a list of worker counts >= 1, got {workers!r}")
+    workers = tuple(_validate.count(n, f"workers[{i}]") for i, n in enumerate(workers))
+    if not workers:
+        raise ConfigError("workers must be worker counts >= 1, got none")
     base = implicit_momentum.Config.quick() if quick else implicit_momentum.Config()
     sizes = {k: v for k, v in (("seeds", seeds), ("commits", commits)) if v is not None}
     server = Cluster(1, server_time=server_time).server_time  # checked, as a cluster does

@@ -62,9 +62,15 @@ def check_fraction(name: str, value) -> float:
     return _real(name, value, low=0, high=1, low_open=True, high_open=True)
 
 
+#: The largest count a rule takes (λ, a group size, a period): the compiled programs
+#: count steps and commits in int32.
+COUNT_LIMIT = 2**31 - 1
+
+
 def check_count(name: str, value, minimum: int = 1) -> int:
-    """``value`` as an int >= minimum, or a ConfigError naming the rule and the parameter."""
-    return _validate.count(value, label(name), low=minimum)
+    """``value`` as an int in [minimum, :data:`COUNT_LIMIT`], or a ConfigError naming the
+    rule and the parameter."""
+    return _validate.count(value, label(name), low=minimum, high=COUNT_LIMIT)
 
 
 def check_flag(name: str, value) -> bool:

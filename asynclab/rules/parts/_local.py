@@ -109,8 +109,8 @@ def dynamic_local_steps(local_steps: int, speeds) -> tuple[int, ...]:
     speed ratio that is a whole number of steps in exact arithmetic is not floored one
     below by rounding.
     """
-    fastest = max(speeds)
-    return tuple(max(1, math.floor(local_steps * v / fastest * (1 + 1e-9))) for v in speeds)
+    fastest = max(speeds)  # the ratio first: a product of a huge speed and H overflows
+    return tuple(max(1, math.floor(local_steps * (v / fastest) * (1 + 1e-9))) for v in speeds)
 
 
 def remember_pull(local):
