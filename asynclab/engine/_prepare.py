@@ -504,9 +504,8 @@ def prepare(
         raise ConfigError(f"simulator must be one of {', '.join(SIMULATORS)}, got "
                           f"{simulator!r}")
     if traces is None and backend != "threads" and (commits is None) == (horizon is None):
-        if backend == "sim":
-            raise ConfigError("give exactly one budget: commits (or rounds) or horizon "
-                              "(seconds)")
+        raise ConfigError("give exactly one budget: commits (or rounds) or horizon "
+                          "(seconds)")
     if backend == "threads" and commits is None:
         raise ConfigError("backend 'threads': give the budget in commits")
     if commits is not None:
