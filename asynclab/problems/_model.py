@@ -25,7 +25,7 @@ from .._errors import ConfigError
 from ._datasets import stratified_split
 from ._measures import LOSSES, _evaluator, _example_bytes, _measure, _metrics, _record_chunk
 from ._model_shards import _shard_fields
-from ._problem import Problem, Recording, float_params, parameter_count
+from ._problem import Problem, Recording, float_params, from_loss, parameter_count
 from ._shards import Sharding
 
 #: training examples the recorded training loss is measured on (a fixed subset)
@@ -438,16 +438,10 @@ def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metr
     fields = reshard(workers)
     n_valid = int(jax.tree.leaves(x_valid)[0].shape[0])
     n_loss = int(subset.size)
-    return Problem(
-        name=name,
-        dim=parameter_count(params),
-        loss=training_loss,
+    # a loss over the parameters like any other (the training loss on its subset), with
+    # the data's batches, oracle, records and random starts
+    return from_loss(training_loss, params, name=name)._replace(
         batch_loss=batch_loss,
-        start=params,
-        box=None,
-        domain=None,
-        minima=None,
-        success_radius=None,
         init=init,
         evaluate=evaluate,
         info={"batch_size": batch_size, "shards": str(sharding), "workers": workers,
