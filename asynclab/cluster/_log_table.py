@@ -1,5 +1,6 @@
 """A step-time log file as a table: its header and its rows, read within the memory
-available (CSV, gzip or not, and Parquet, told apart by their first bytes).
+available (CSV, gzip or not, told apart by its first bytes; Parquet, by its name or its
+first bytes).
 
 A long log of numbers comes back as a float array (parsed by pyarrow where it is
 installed, else by numpy); anything else as rows of text cells, so that the layout's
