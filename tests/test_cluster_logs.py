@@ -403,7 +403,7 @@ def test_a_gzip_log_whose_trailer_lies_is_refused_as_it_expands(tmp_path, monkey
     import gzip
 
     from asynclab import _validate
-    from asynclab.cluster import _logs
+    from asynclab.cluster import _log_read
 
     path = tmp_path / "forged.csv.gz"
     with gzip.open(path, "wt") as f:
@@ -414,14 +414,14 @@ def test_a_gzip_log_whose_trailer_lies_is_refused_as_it_expands(tmp_path, monkey
     path.write_bytes(bytes(data))
     monkeypatch.setattr(_validate, "available_memory", lambda: 200_000)
     with pytest.raises(ConfigError, match="forged.csv.gz.*memory"):
-        _logs.read_log(path)
+        _log_read.read_log(path)
 
 
 def test_a_truncated_gzip_log_is_not_sized_by_its_broken_trailer(tmp_path):
     # gzip stores the text's length in its last 4 bytes; a truncated file ends in
     # compressed bytes instead, read as a length of up to 4 GiB: the memory check must
     # not refuse a 22 kB file for that, and deflate expands a byte to 1,032 at most
-    from asynclab.cluster._logs import _text_size
+    from asynclab.cluster._log_table import _text_size
 
     text = b"".join(b"%d,0,%d.0,1.0\n" % (k % 8, k) for k in range(20_000))
     whole = tmp_path / "whole.csv.gz"

@@ -129,7 +129,7 @@ READERS = {
     "asynclab.engine._result.Result.load": lambda p: asynclab.Result.load(p),
     "asynclab.studies._io.load": lambda p: studies.load(p),
     "asynclab.backends._checkpoint.read": lambda p: _checkpoint.read(p, {"events": 4}),
-    "asynclab.cluster._logs.read_log": lambda p: read_log(p),
+    "asynclab.cluster._log_read.read_log": lambda p: read_log(p),
     "asynclab.cluster._availability.read_availability": lambda p: read_availability(p),
     "asynclab.problems._model.read_arrays": lambda p: read_arrays(p, "x"),
 }
@@ -151,7 +151,7 @@ WRITERS = {
                                                   -1, {"loss": np.zeros(1)}, overwrite=o)),
     "asynclab.cluster._export.export_trace":
         (".json", lambda p, o, r: export_trace(_trace(), p, overwrite=o)),
-    "asynclab.cluster._logs.write_log":
+    "asynclab.cluster._log_write.write_log":
         (".csv", lambda p, o, r: write_log(_log(), p, overwrite=o)),
 }
 
@@ -457,12 +457,12 @@ ALLOWED = {
     ("cli/_main.py", "os.open(os.devnull"): "stdout pointed at /dev/null after it failed",
     ("backends/_checkpoint.py", "json.loads(json.dumps("):
         "a fingerprint made comparable, not read from a file",
-    ("cluster/_logs.py", "pacsv."): "pyarrow parses the checked stream the reader hands it",
-    ("cluster/_logs.py", "np.loadtxt(io.TextIOWrapper(stream"):
+    ("cluster/_log_table.py", "pacsv."): "pyarrow parses the checked stream the reader hands it",
+    ("cluster/_log_table.py", "np.loadtxt(io.TextIOWrapper(stream"):
         "numpy parses the checked stream the reader hands it",
-    ("cluster/_logs.py", "pq.ParquetFile(file)"): "a file opened by the reader",
-    ("cluster/_logs.py", "pq.write_table(pa.table("): "into the writer's temporary file",
-    ("cluster/_logs.py", "gzip.GzipFile(fileobj=buffer"): "compresses in memory",
+    ("cluster/_log_table.py", "pq.ParquetFile(file)"): "a file opened by the reader",
+    ("cluster/_log_write.py", "pq.write_table(pa.table("): "into the writer's temporary file",
+    ("cluster/_log_write.py", "gzip.GzipFile(fileobj=buffer"): "compresses in memory",
     ("problems/_datasets.py", "np.loadtxt(file"): "a file opened by the reader",
     ("problems/_model.py", "np.load(path, mmap_mode="):
         "a memory-map of a regular file the reader checked, whose first bytes are a .npy "

@@ -160,10 +160,10 @@ def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
     its examples in chunks (the last padded): the same loss and accuracy as the numpy
     reduction of the whole pass's logits, and a compiled record of several runs that holds
     a chunk per run, where the whole pass would hold more."""
-    from asynclab.problems import _model, _nets
+    from asynclab.problems import _measures, _nets
 
     budget = 2**20
-    monkeypatch.setattr(_model, "RECORD_CHUNK_BYTES", budget)
+    monkeypatch.setattr(_measures, "RECORD_CHUNK_BYTES", budget)
     problem = _nets.data_problem("digits", model="cnn:8-16:32", batch_size=16)
     chunk = problem.recording.chunk
     examples = problem.info["validation"]
@@ -185,22 +185,22 @@ def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
         compiled = jax.jit(jax.vmap(evaluate)).lower(stacked).compile()
         return compiled.memory_analysis().temp_size_in_bytes
 
-    measures = (_model._BUILT_IN["cross_entropy"], _model._BUILT_IN["accuracy"])
-    whole = _model._evaluator(net.apply, measures, jnp.asarray(data.x_valid),
-                              jnp.asarray(data.y_valid), examples)
+    measures = (_measures._BUILT_IN["cross_entropy"], _measures._BUILT_IN["accuracy"])
+    whole = _measures._evaluator(net.apply, measures, jnp.asarray(data.x_valid),
+                                 jnp.asarray(data.y_valid), examples)
     assert held(problem.evaluate) <= runs * budget < held(whole)
 
 
 def test_a_record_evaluates_whole_training_batches(monkeypatch):
     """A record's chunk is as many whole training batches as the budget holds, and one
     batch where it holds less (the forward pass then has the training step's shapes)."""
-    from asynclab.problems import _model, _nets
+    from asynclab.problems import _measures, _nets
 
     per_example = _nets.data_problem("digits", model="cnn:8-16:32",
                                      batch_size=16).recording.example_bytes
     for budget, chunk in ((per_example * (3 * 16 + 15), 48), (per_example * 5, 16),
                           (per_example * 16, 16)):
-        monkeypatch.setattr(_model, "RECORD_CHUNK_BYTES", budget)
+        monkeypatch.setattr(_measures, "RECORD_CHUNK_BYTES", budget)
         problem = _nets.data_problem("digits", model="cnn:8-16:32", batch_size=16)
         assert problem.recording.chunk == chunk < problem.info["validation"]
 

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 from .._errors import ConfigError
+from .._validate import size as size  # ``n`` bytes for a message, one writer of it
 
 #: The longest file name (one path component, in bytes) common file systems take.
 NAME_MAX = 255
@@ -100,12 +101,3 @@ def special(mode: int) -> str | None:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
-
-
-def size(n: float) -> str:
-    """``n`` bytes for a message: ``'7.3 GB'``."""
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if n < 1000 or unit == "PB":
-            return f"{n:.3g} {unit}"
-        n /= 1000
-    return f"{n:.3g} PB"

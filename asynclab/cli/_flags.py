@@ -527,6 +527,13 @@ def add_overwrite(p: argparse.ArgumentParser) -> None:
                    "command writes); without it an existing file is refused before any work")
 
 
+def add_run(p: argparse.ArgumentParser) -> None:
+    """The groups of flags that describe one run, in the order its help lists them: the
+    problem, the rule, the cluster, the budget, the seeds and what the replay computes."""
+    for add in (add_problem, add_rule, add_cluster, add_budget, add_seeds, add_replay):
+        add(p)
+
+
 def given_flags(args, flags: dict) -> list[str]:
     """The flags of ``flags`` (``{attribute: flag}``) that ``args`` gives."""
     return [flag for name, flag in flags.items() if getattr(args, name, None) not in (None, False)]

@@ -10,12 +10,7 @@ from ._output import report
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
-    _flags.add_problem(p)
-    _flags.add_rule(p)
-    _flags.add_cluster(p)
-    _flags.add_budget(p)
-    _flags.add_seeds(p)
-    _flags.add_replay(p)
+    _flags.add_run(p)
     p.add_argument("--backend", default="sim", choices=("sim", "pmap", "threads"),
                    help="sim: simulated cluster; pmap: one worker per device, "
                    "replaying the simulated schedule; threads: free-running workers")

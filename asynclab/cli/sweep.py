@@ -122,12 +122,7 @@ def add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runs-per-call", type=_types.count(1), default=None,
                    help="(point, seed) pairs replayed per compiled call (default: as many as "
                    "fit in about 1 GiB)")
-    _flags.add_problem(p)
-    _flags.add_rule(p)
-    _flags.add_cluster(p)
-    _flags.add_budget(p)
-    _flags.add_seeds(p)
-    _flags.add_replay(p)
+    _flags.add_run(p)
     _flags.add_semisync(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: grid, per-point scores, best point")

@@ -24,12 +24,11 @@ from ._export import trace_records as trace_records
 from ._fit import EXTENDS as EXTENDS
 from ._fit import FittedTimes as FittedTimes
 from ._fit import fit_log as fit_log
-from ._logs import StepLog as StepLog
-from ._logs import example_log_path as example_log_path
-from ._logs import log_from_threads as log_from_threads
-from ._logs import measured_trace as measured_trace
-from ._logs import read_log as read_log
-from ._logs import write_log as write_log
+from ._log_adapters import log_from_threads as log_from_threads
+from ._log_adapters import measured_trace as measured_trace
+from ._log_read import example_log_path as example_log_path
+from ._log_read import read_log as read_log
+from ._log_write import write_log as write_log
 from ._orders import random_order_trace as random_order_trace
 from ._orders import round_robin_trace as round_robin_trace
 from ._orders import simulate_sync_with_warmup as simulate_sync_with_warmup
@@ -51,6 +50,7 @@ from ._schedule import schedule as schedule
 from ._schedule import schedules as schedules
 from ._simulator import simulate_async as simulate_async
 from ._simulator import simulator_bytes as simulator_bytes
+from ._steplog import StepLog as StepLog
 from ._stragglers import StragglerFit as StragglerFit
 from ._stragglers import fit_stragglers as fit_stragglers
 from ._summary import summarize_log as summarize_log

@@ -6,9 +6,10 @@ import numpy as np
 
 from .._errors import ConfigError
 from ._fit import FittedTimes, fit_log
-from ._logs import StepLog, measured_trace
+from ._log_adapters import measured_trace
 from ._replayed import _as_log, from_log
 from ._simulator import simulate_async
+from ._steplog import StepLog
 from ._timing import Cluster, ComputeTime
 from ._trace import Trace
 

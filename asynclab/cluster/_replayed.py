@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import ConfigError
-from ._logs import StepLog, read_log
+from ._log_read import read_log
+from ._steplog import StepLog
 from ._timing import Cluster, TimingModel
 
 ENDS: tuple[str, ...] = ("stop", "wrap")

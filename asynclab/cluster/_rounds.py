@@ -236,19 +236,21 @@ class _Open:
         self.result = env.event()
 
 
+@dataclasses.dataclass(eq=False)
 class _Rounds:
     """The server's side of semi-synchronous rounds: it counts arrivals, closes rounds
     and records them (time, duration, who counted)."""
 
-    def __init__(self, env, quorum, min_count, down, limit, horizon, stop):
-        self.env = env
-        self.quorum = quorum
-        self.min_count = min_count
-        self.down = down
-        self.limit = limit
-        self.horizon = horizon
-        self.stop = stop
-        self.current = _Open(env)
+    env: simpy.Environment
+    quorum: int | None  # K; None: a round closes by its window
+    min_count: int | None  # m of a window
+    down: float  # seconds for the aggregate to reach the workers
+    limit: float  # rounds at the most
+    horizon: float  # simulated seconds: a round that closes after it ends the run
+    stop: simpy.Event  # succeeds when the run ends
+
+    def __post_init__(self):
+        self.current = _Open(self.env)
         self.time, self.duration, self.counted = [], [], []
         self.filled = 0  # rounds someone counted in: the run's progress
         self._end = 0.0

@@ -138,7 +138,7 @@ def draw_saved(name: str, *, data: str | Path, out: str | Path | None = None,
     config = _stored_config(study, stored, path)
     out = None if out is None else _files.local_path(out, "out", folder=True)
     return _draw(name, values, config, figure.drawing(), figure.companions(), out,
-                 title=figure.title, pass_config=figure.pass_config, overwrite=overwrite)
+                 title=figure.titling(), pass_config=figure.pass_config, overwrite=overwrite)
 
 
 def _stored_config(study, stored, path):

@@ -6,6 +6,7 @@ A figure is data, not a file to execute: ``asynclab figures NAME`` looks NAME up
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,9 @@ class Figure(NamedTuple):
       summary: one sentence on what it shows.
       study: the module of :mod:`asynclab.studies` that computes it.
       draw: ``"module:function"`` of :mod:`asynclab.plot` that draws it.
-      title: ``title(config) -> str``, the title drawn from the study's config, or None.
+      title: the title drawn, from the study's config: a template that
+        :meth:`str.format` fills with it (``"{config.workers} workers"``), or
+        ``title(config) -> str``, or None.
       pass_config: whether ``draw`` also takes the config as a dict (``config=``).
       detail: ``"module:function"`` that draws the companion ``NAME_detail.png`` (the
         panels that do not fit the figure's one message) from the same data, or a tuple
@@ -32,7 +35,7 @@ class Figure(NamedTuple):
     summary: str
     study: str
     draw: str
-    title: Callable | None = None
+    title: str | Callable | None = None
     pass_config: bool = False
     detail: str | tuple[str, ...] | None = None
 
@@ -46,9 +49,16 @@ class Figure(NamedTuple):
 
         study = importlib.import_module(f"asynclab.studies.{self.study}")
         return produce(self.name, study, self.drawing(), quick=quick,
-                       out=default_out() if out is None else out, title=self.title,
+                       out=default_out() if out is None else out, title=self.titling(),
                        pass_config=self.pass_config, detail=self.companions(),
                        overwrite=overwrite)
+
+    def titling(self) -> Callable | None:
+        """``title(config) -> str``, the figure's title for a config of its study (None:
+        the figure has none)."""
+        if self.title is None or callable(self.title):
+            return self.title
+        return functools.partial(_fill, self.title)
 
     def details(self) -> tuple[str, ...]:
         """The ``"module:function"`` of each companion, in order (empty: none)."""
@@ -77,72 +87,13 @@ def companion_file(name: str, k: int) -> str:
     return f"{name}_detail.png" if k == 0 else f"{name}_detail_{k + 1}.png"
 
 
+def _fill(template: str, config) -> str:
+    return template.format(config=config)
+
+
 def _resolve(target: str) -> Callable:
     module, function = target.split(":")
     return getattr(importlib.import_module(f"asynclab.plot.{module}"), function)
-
-
-def _agn_title(config) -> str:
-    return (rf"AGN with $n$ = {config.workers} workers. Top: first commits "
-            rf"$\Delta = a/\lambda$ from the pulled centre (unit length; black: $-\nabla L$), "
-            rf"2-D quadratic, $\sigma^2$ = {config.direction_noise:g}, "
-            f"{config.direction_seeds} seeds. Bottom: a batch of $m$ examples = gradient "
-            rf"noise $\sigma^2$ = {config.noise:g}, a batch of $\lambda m$ = "
-            r"$\sigma^2/\lambda$")
-
-
-def _implicit_momentum_title(config) -> str:
-    return (rf"Implicit momentum of asynchrony: DOWNPOUR ($\lambda$ = 1), quadratic $d$ = "
-            rf"{config.dim}, condition {config.condition:g}, $\eta$ = "
-            f"{config.learning_rate:g}, exponential compute times, mean over {config.seeds} "
-            "seeds")
-
-
-def _mnist_rules_title(config) -> str:
-    return (rf"MNIST-5k ({config.model}, batch {config.batch_size}), Adam $\eta$ = "
-            rf"{config.learning_rate:g}, AEASGD $\alpha$ = {config.elastic_alpha:g}, ADAG "
-            rf"$\gamma$ = {config.gamma:g}: {config.gradient_steps} gradient evaluations "
-            f"per run, {config.seeds} seeds per cell")
-
-
-def _momentum_tuning_title(config) -> str:
-    return (rf"Joint ($\eta$, $\mu$) tuning of DOWNPOUR ($\lambda$ = 1) with server momentum: "
-            rf"quadratic $d$ = {config.dim}, condition {config.condition:g}, "
-            rf"$\sigma^2$ = {config.noise:g}, {config.commits} commits, {config.seeds} seeds "
-            rf"per point, target {config.target:g} $\times$ initial loss")
-
-
-def _scaling_title(config) -> str:
-    return (f"When does asynchrony pay off? {config.dataset} with {config.model}, batch "
-            f"{config.batch_size}, {config.evaluations} gradient evaluations per run, "
-            rf"$\eta$ = {config.learning_rate:g} per gradient, mixed = synchronous groups of "
-            f"{config.group_size}")
-
-
-def _straggler_title(config) -> str:
-    return (rf"A straggler on Beale's function: asynchronous SGD ($\lambda$ = 1), $n$ = "
-            rf"{config.workers}, $\eta$ = {config.learning_rate:g}, $\sigma^2$ = "
-            f"{config.noise:g}, exponential compute times; worker 0's first step takes "
-            f"{config.delay:g} s longer")
-
-
-def _movers_title(config) -> str:
-    return (rf"Who moved the centre: Beale, $n$ = {config.workers} workers of lognormal "
-            rf"speeds (spread {config.spread:g}), $\eta$ = {config.learning_rate:g}, "
-            rf"$\sigma^2$ = {config.noise:g}, ADAG $\gamma$ = {config.gamma:g}, "
-            f"{config.commits} commits, {config.seeds} seeds")
-
-
-def _semisync_title(config) -> str:
-    return (rf"Slow and stale: synchronous, K-of-$n$, backup and asynchronous SGD, quadratic "
-            rf"$d$ = {config.dim}, condition {config.condition:g}, $\eta$ = "
-            rf"{config.learning_rate:g}, $\sigma^2$ = {config.noise:g}, exponential step "
-            f"times (mean 1 s), {config.horizon:g} s per run, {config.seeds} seeds")
-def _failures_title(config) -> str:
-    return (rf"Failures: {config.workers} workers, Poisson churn (MTTR {config.mttr:g} s), "
-            rf"quadratic $d$ = {config.dim}, condition {config.condition:g}, "
-            rf"$\sigma^2$ = {config.noise:g}, exponential step times (mean 1 s), "
-            f"{config.horizon:g} s per run, {config.seeds} seeds")
 
 
 def _async_diloco_title(config) -> str:
@@ -159,14 +110,25 @@ _ALL = [
            "staleness", "staleness:plot_staleness"),
     Figure("straggler", "A straggler's stale update throws DOWNPOUR's central variable on "
            "Beale's function; ADAG absorbs the same update.",
-           "straggler", "straggler:plot_straggler", _straggler_title, pass_config=True),
+           "straggler", "straggler:plot_straggler", pass_config=True,
+           title=(r"A straggler on Beale's function: asynchronous SGD ($\lambda$ = 1), $n$ = "
+                  r"{config.workers}, $\eta$ = {config.learning_rate:g}, $\sigma^2$ = "
+                  "{config.noise:g}, exponential compute times; worker 0's first step takes "
+                  "{config.delay:g} s longer")),
     Figure("implicit_momentum", "The mean central trajectory of asynchronous SGD with n "
            "workers against heavy ball with μ = 1 − 1/n; the fitted momentum against n.",
            "implicit_momentum", "implicit_momentum:plot_implicit_momentum",
-           _implicit_momentum_title),
+           title=(r"Implicit momentum of asynchrony: DOWNPOUR ($\lambda$ = 1), quadratic $d$ = "
+                  r"{config.dim}, condition {config.condition:g}, $\eta$ = "
+                  "{config.learning_rate:g}, exponential compute times, mean over {config.seeds} "
+                  "seeds")),
     Figure("momentum_tuning", "Joint (η, μ) tuning under asynchrony: the predicted and the "
            "measured rate of the expected centre, and what single runs do.",
-           "momentum_tuning", "momentum_tuning:plot_momentum_tuning", _momentum_tuning_title,
+           "momentum_tuning", "momentum_tuning:plot_momentum_tuning",
+           title=(r"Joint ($\eta$, $\mu$) tuning of DOWNPOUR ($\lambda$ = 1) with server momentum: "
+                  "quadratic $d$ = {config.dim}, condition {config.condition:g}, "
+                  r"$\sigma^2$ = {config.noise:g}, {config.commits} commits, {config.seeds} seeds "
+                  r"per point, target {config.target:g} $\times$ initial loss"),
            detail=("momentum_tuning:plot_momentum_tuning_rates",
                    "momentum_tuning:plot_momentum_tuning_runs")),
     Figure("model_averaging_paths", "Model averaging on Beale's function with identical vs "
@@ -181,31 +143,57 @@ _ALL = [
            detail="easgd:plot_easgd_detail"),
     Figure("agn", "AGN against an equivalently sized mini-batch, and the commit a/λ "
            "approaching the full-batch gradient direction as λ grows.",
-           "agn", "agn:plot_agn", _agn_title, pass_config=True),
+           "agn", "agn:plot_agn", pass_config=True,
+           title=("AGN with $n$ = {config.workers} workers. Top: first commits "
+                  r"$\Delta = a/\lambda$ from the pulled centre (unit length; black: $-\nabla L$), "
+                  r"2-D quadratic, $\sigma^2$ = {config.direction_noise:g}, "
+                  "{config.direction_seeds} seeds. Bottom: a batch of $m$ examples = gradient "
+                  r"noise $\sigma^2$ = {config.noise:g}, a batch of $\lambda m$ = "
+                  r"$\sigma^2/\lambda$")),
     Figure("real_cluster", "A real cluster's step-time log against the exponential "
            "assumption: fits, stragglers, staleness, DOWNPOUR's stable learning rates.",
            "real_cluster", "real_cluster:plot_real_cluster", pass_config=True),
     Figure("mnist_rules", "DOWNPOUR, DynSGD, AEASGD, AGN and ADAG on MNIST with an Adam "
            "inner optimizer for n ∈ {10, 20, 30, 40} and λ ∈ {1, 15}.",
-           "mnist_rules", "mnist_rules:plot_mnist_rules", _mnist_rules_title,
+           "mnist_rules", "mnist_rules:plot_mnist_rules",
+           title=(r"MNIST-5k ({config.model}, batch {config.batch_size}), Adam $\eta$ = "
+                  r"{config.learning_rate:g}, AEASGD $\alpha$ = {config.elastic_alpha:g}, ADAG "
+                  r"$\gamma$ = {config.gamma:g}: {config.gradient_steps} gradient evaluations "
+                  "per run, {config.seeds} seeds per cell"),
            detail="mnist_rules:plot_mnist_rules_detail"),
     Figure("scaling", "Time to a target accuracy and final accuracy against n for "
            "synchronous, asynchronous and mixed clusters.",
-           "scaling", "scaling:plot_scaling", _scaling_title, pass_config=True),
+           "scaling", "scaling:plot_scaling", pass_config=True,
+           title=("When does asynchrony pay off? {config.dataset} with {config.model}, batch "
+                  "{config.batch_size}, {config.evaluations} gradient evaluations per run, "
+                  r"$\eta$ = {config.learning_rate:g} per gradient, mixed = synchronous groups of "
+                  "{config.group_size}")),
     Figure("semisync", "Time to target and final error against n for synchronous, K-of-n "
            "(discarded or stale late work), backup-worker and asynchronous SGD.",
-           "semisync", "semisync:plot_semisync", _semisync_title, pass_config=True),
+           "semisync", "semisync:plot_semisync", pass_config=True,
+           title=("Slow and stale: synchronous, K-of-$n$, backup and asynchronous SGD, quadratic "
+                  r"$d$ = {config.dim}, condition {config.condition:g}, $\eta$ = "
+                  r"{config.learning_rate:g}, $\sigma^2$ = {config.noise:g}, exponential step "
+                  "times (mean 1 s), {config.horizon:g} s per run, {config.seeds} seeds")),
     Figure("async_diloco", "Asynchronous DiLoCo on a heterogeneous cluster: the naive "
            "outer Nesterov step per commit fails, Delayed Nesterov repairs it, dynamic local "
            "updates do not help here.",
            "async_diloco", "async_diloco:plot_async_diloco", _async_diloco_title),
     Figure("movers", "Who moved the centre: each worker's share of the centre's movement "
            "on a heterogeneous cluster; rules that damp stale commits favour fast workers.",
-           "movers", "movers:plot_movers", _movers_title),
+           "movers", "movers:plot_movers",
+           title=("Who moved the centre: Beale, $n$ = {config.workers} workers of lognormal "
+                  r"speeds (spread {config.spread:g}), $\eta$ = {config.learning_rate:g}, "
+                  r"$\sigma^2$ = {config.noise:g}, ADAG $\gamma$ = {config.gamma:g}, "
+                  "{config.commits} commits, {config.seeds} seeds")),
     Figure("failures", "Goodput, useful work per device-second and time to target against "
            "the failure rate for synchronous SGD, DOWNPOUR, ADAG, DiLoCo and asynchronous "
            "DiLoCo.",
-           "failures", "failures:plot_failures", _failures_title, pass_config=True),
+           "failures", "failures:plot_failures", pass_config=True,
+           title=("Failures: {config.workers} workers, Poisson churn (MTTR {config.mttr:g} s), "
+                  "quadratic $d$ = {config.dim}, condition {config.condition:g}, "
+                  r"$\sigma^2$ = {config.noise:g}, exponential step times (mean 1 s), "
+                  "{config.horizon:g} s per run, {config.seeds} seeds")),
 ]
 
 #: Every figure by name, in the order ``asynclab figures`` builds them.

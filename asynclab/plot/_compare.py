@@ -23,6 +23,13 @@ def _worst(metric: str) -> float:
     return 0.0 if metric == "accuracy" else np.inf
 
 
+def _check_axes(metric: str, against: str) -> None:
+    if metric not in METRICS:
+        raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if against not in AGAINST:
+        raise ConfigError(f"against must be 'time' or 'commits', got {against!r}")
+
+
 def series(result, metric: str = "loss", against: str = "time", points: int = 200):
     """``(x, values)`` of ``result`` for :func:`compare`: ``values`` of shape ``(S, X)``.
 
@@ -34,10 +41,7 @@ def series(result, metric: str = "loss", against: str = "time", points: int = 20
     would). A diverged run counts as the worst value from its divergence on (infinite
     loss, zero accuracy), so that a median over seeds is a median over all of them.
     """
-    if metric not in METRICS:
-        raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if against not in AGAINST:
-        raise ConfigError(f"against must be 'time' or 'commits', got {against!r}")
+    _check_axes(metric, against)
     if result.grid is not None:
         raise ConfigError("compare draws runs, not sweeps: pick a grid point of the sweep "
                           "by running it on its own (asynclab.run with those values)")
@@ -49,12 +53,17 @@ def series(result, metric: str = "loss", against: str = "time", points: int = 20
     if times.shape[0] == 1:
         return times[0], values
     x = np.linspace(0.0, float(np.max(times)), points)
-    seed_times = times[result.trace_index]
-    held = np.empty((values.shape[0], points))
+    return x, _held(times[result.trace_index], values, x)
+
+
+def _held(xs, values, x):
+    """Each seed's ``values`` (recorded at its ``xs``) at the common ``x``: its last record
+    at or before each, the first before its first."""
+    held = np.empty((values.shape[0], x.size))
     for s in range(values.shape[0]):
-        at = np.searchsorted(seed_times[s], x, side="right") - 1
+        at = np.searchsorted(xs[s], x, side="right") - 1
         held[s] = values[s, np.clip(at, 0, None)]
-    return x, held
+    return held
 
 
 @_files.writes("figure")
@@ -141,15 +150,8 @@ def compare(results, labels: Sequence[str] | None = None, *,
         ax.plot(x, np.where(np.isfinite(median), median, np.nan), color=color, lw=1.8,
                 label=f"{label}{seeds}{note}")
         if band is not None and result.n_seeds > 1:
-            low, high = _quantiles(values, band)
-            finite = np.isfinite(low) & np.isfinite(high)
-            ax.fill_between(x, np.where(finite, low, np.nan), np.where(finite, high, np.nan),
-                            color=color, alpha=0.2, lw=0)
-    ax.set_xlabel("simulated time (s)" if against == "time" else "commits (server updates)")
-    ax.set_ylabel({"loss": "central training loss", "accuracy": "validation accuracy",
-                   "validation_loss": "validation loss"}[metric])
-    if metric != "accuracy":
-        ax.set_yscale("log")
+            _band(ax, x, *_quantiles(values, band), color)
+    _label_axes(ax, metric, against)
     if band is not None:
         ax.set_title(f"median over seeds, band: quantiles {band[0]:g}–{band[1]:g}",
                      fontsize="medium")
@@ -157,6 +159,22 @@ def compare(results, labels: Sequence[str] | None = None, *,
     if path is not None:
         _files.save_figure(ax.figure, path, "path", overwrite=overwrite, dpi=150)
     return ax
+
+
+def _band(ax, x, low, high, color) -> None:
+    """The shaded band between ``low`` and ``high``, left open where either is not finite."""
+    finite = np.isfinite(low) & np.isfinite(high)
+    ax.fill_between(x, np.where(finite, low, np.nan), np.where(finite, high, np.nan),
+                    color=color, alpha=0.2, lw=0)
+
+
+def _label_axes(ax, metric: str, against: str) -> None:
+    """The axes' labels, and a logarithmic y axis for a loss."""
+    ax.set_xlabel("simulated time (s)" if against == "time" else "commits (server updates)")
+    ax.set_ylabel({"loss": "central training loss", "accuracy": "validation accuracy",
+                   "validation_loss": "validation loss"}[metric])
+    if metric != "accuracy":
+        ax.set_yscale("log")
 
 
 def _quantiles(values, q):
@@ -182,10 +200,7 @@ def _compare_table(table, labels, *, metric, against, confidence, by, ax, path,
     from ..studies import key_columns, mean_interval
     from ._style import CYCLE, legend_outside
 
-    if metric not in METRICS:
-        raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if against not in AGAINST:
-        raise ConfigError(f"against must be 'time' or 'commits', got {against!r}")
+    _check_axes(metric, against)
     x_column = _X_COLUMN[against]
     for name in ("seed", "record", x_column, metric):
         if name not in table.columns:
@@ -230,14 +245,8 @@ def _compare_table(table, labels, *, metric, against, confidence, by, ax, path,
         seed_counts.append(seeds)
         note = f" ({diverged}/{seeds} diverged)" if diverged else ""
         ax.plot(x, mean, color=color, lw=1.8, label=f"{label}{note}")
-        finite = np.isfinite(low) & np.isfinite(high)
-        ax.fill_between(x, np.where(finite, low, np.nan), np.where(finite, high, np.nan),
-                        color=color, alpha=0.2, lw=0)
-    ax.set_xlabel("simulated time (s)" if against == "time" else "commits (server updates)")
-    ax.set_ylabel({"loss": "central training loss", "accuracy": "validation accuracy",
-                   "validation_loss": "validation loss"}[metric])
-    if metric != "accuracy":
-        ax.set_yscale("log")
+        _band(ax, x, low, high, color)
+    _label_axes(ax, metric, against)
     low, high = min(seed_counts), max(seed_counts)
     seeds = f"{low} seeds" if low == high else f"{low}–{high} seeds"
     ax.set_title(f"mean over {seeds}, band: {confidence:.0%} t interval of the mean",
@@ -262,11 +271,7 @@ def _common_x(xs, values, points: int = 200):
     if np.all(xs == xs[:1]):
         return xs[0], values
     x = np.linspace(0.0, float(np.nanmax(xs)), points)
-    held = np.empty((values.shape[0], points))
-    for s in range(values.shape[0]):
-        at = np.searchsorted(xs[s], x, side="right") - 1
-        held[s] = values[s, np.clip(at, 0, None)]
-    return x, held
+    return x, _held(xs, values, x)
 
 
 def _table_label(by, key) -> str:

@@ -66,11 +66,10 @@ def plot_center_shares(results: Sequence, labels: Sequence[str] | None = None, *
     Args:
       results: results of one cluster (the same number of workers), e.g. one per rule.
       labels: one per result (default: each result's rule).
-      ax: an axes to draw on (default: a new figure).
-      path: where to write the PNG (None: do not write).
-      overwrite: replace an existing file at ``path`` (only a picture of the
-        format its name says); without it an existing file is a ConfigError, before
-        anything is drawn.
+      ax, path, overwrite: as for :func:`asynclab.plot.compare`: an axes to draw on
+        (default: a new figure), where to write the PNG (None: do not write), and whether
+        an existing file there is replaced (without it, a ConfigError before anything is
+        drawn).
 
     Returns:
       The matplotlib axes.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import NamedTuple
 
 import matplotlib
 
@@ -34,6 +35,14 @@ RULE_NAMES = {"downpour": "DOWNPOUR", "dynsgd": "DynSGD", "aeasgd": "AEASGD", "a
 #: Line styles that tell overlapping series apart where colour alone would not.
 DASHES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+class Series(NamedTuple):
+    """How one named series (a rule, a mode) is drawn in every panel of a figure."""
+
+    color: str
+    dash: str
+    marker: str
 
 FONT = {"base": 9.5, "title": 10, "label": 9.5, "tick": 8.5, "legend": 8, "small": 7,
         "suptitle": 11.5}

@@ -13,15 +13,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ._common import finish, mark_missed, missed_handle, target_quartiles  # noqa: E402
-from ._style import OKABE_ITO, legend_below, plain_log_ticks, styled  # noqa: E402
+from ._style import OKABE_ITO, Series, legend_below, plain_log_ticks, styled  # noqa: E402
 
-COLORS = {"synchronous SGD": OKABE_ITO["blue"], "DOWNPOUR": OKABE_ITO["black"],
-          "ADAG": OKABE_ITO["purple"], "DiLoCo": OKABE_ITO["green"],
-          "async DiLoCo": OKABE_ITO["vermillion"]}
-DASHES = {"synchronous SGD": "-", "DOWNPOUR": "--", "ADAG": ":", "DiLoCo": "-",
-          "async DiLoCo": "--"}
-MARKERS = {"synchronous SGD": "s", "DOWNPOUR": "o", "ADAG": "D", "DiLoCo": "^",
-           "async DiLoCo": "v"}
+#: Each rule's colour, dash and marker.
+SERIES = {"synchronous SGD": Series(OKABE_ITO["blue"], "-", "s"),
+          "DOWNPOUR": Series(OKABE_ITO["black"], "--", "o"),
+          "ADAG": Series(OKABE_ITO["purple"], ":", "D"),
+          "DiLoCo": Series(OKABE_ITO["green"], "-", "^"),
+          "async DiLoCo": Series(OKABE_ITO["vermillion"], "--", "v")}
 
 
 def _mtbf_axis(ax, mtbf):
@@ -49,16 +48,16 @@ def _lines(ax, data, values, labels, band=None, *, mark: bool = False) -> bool:
     x = np.arange(len(data["mtbf"]))
     missed = False
     for r, rule in enumerate(data["rules"]):
-        rule = str(rule)
-        ax.plot(x + 0.04 * (r - 2), values[r], marker=MARKERS[rule], ls=DASHES[rule],
-                color=COLORS[rule], label=labels[r])
+        style = SERIES[str(rule)]
+        ax.plot(x + 0.04 * (r - 2), values[r], marker=style.marker, ls=style.dash,
+                color=style.color, label=labels[r])
         if band is not None:
             low, high = band[r]
-            ax.fill_between(x + 0.04 * (r - 2), low, high, color=COLORS[rule], alpha=0.12,
+            ax.fill_between(x + 0.04 * (r - 2), low, high, color=style.color, alpha=0.12,
                             lw=0)
         if mark:
-            missed |= mark_missed(ax, x + 0.04 * (r - 2), values[r], color=COLORS[rule],
-                                  marker=MARKERS[rule])
+            missed |= mark_missed(ax, x + 0.04 * (r - 2), values[r], color=style.color,
+                                  marker=style.marker)
     return missed
 
 

@@ -19,15 +19,14 @@ from ._common import (  # noqa: E402
     missed_handle,
     target_quartiles,
 )
-from ._style import OKABE_ITO, legend_below, styled  # noqa: E402
+from ._style import OKABE_ITO, Series, legend_below, styled  # noqa: E402
 
-COLORS = {"synchronous": OKABE_ITO["blue"], "K-of-n": OKABE_ITO["green"],
-          "K-async": OKABE_ITO["orange"], "backup": OKABE_ITO["purple"],
-          "asynchronous": OKABE_ITO["vermillion"]}
-DASHES = {"synchronous": "-", "K-of-n": "--", "K-async": "-.", "backup": ":",
-          "asynchronous": "--"}
-MARKERS = {"synchronous": "s", "K-of-n": "^", "K-async": "v", "backup": "D",
-           "asynchronous": "o"}
+#: Each mode's colour, dash and marker.
+SERIES = {"synchronous": Series(OKABE_ITO["blue"], "-", "s"),
+          "K-of-n": Series(OKABE_ITO["green"], "--", "^"),
+          "K-async": Series(OKABE_ITO["orange"], "-.", "v"),
+          "backup": Series(OKABE_ITO["purple"], ":", "D"),
+          "asynchronous": Series(OKABE_ITO["vermillion"], "--", "o")}
 
 
 def mode_label(mode: str, config: dict) -> str:
@@ -48,13 +47,14 @@ def _time_panel(ax, data, labels, target) -> bool:
     n = data["workers"]
     missed = False
     for m, mode in enumerate(data["modes"]):
+        style = SERIES[mode]
         median, low, high = target_quartiles(data["seconds_to_target"][m])
         shown = np.isfinite(median)
-        ax.plot(n[shown], median[shown], marker=MARKERS[mode], ls=DASHES[mode],
-                color=COLORS[mode], label=labels[m])
-        ax.fill_between(n[shown], low[shown], high[shown], color=COLORS[mode], alpha=0.15,
+        ax.plot(n[shown], median[shown], marker=style.marker, ls=style.dash,
+                color=style.color, label=labels[m])
+        ax.fill_between(n[shown], low[shown], high[shown], color=style.color, alpha=0.15,
                         lw=0)
-        missed |= mark_missed(ax, n, median, color=COLORS[mode], marker=MARKERS[mode])
+        missed |= mark_missed(ax, n, median, color=style.color, marker=style.marker)
     log2_axis(ax, n)
     ax.set_yscale("log")
     ax.set_xlabel("workers $n$")
@@ -65,9 +65,9 @@ def _time_panel(ax, data, labels, target) -> bool:
 def _final_panel(ax, data, labels):
     n = data["workers"]
     for m, mode in enumerate(data["modes"]):
-        final = data["final_loss"][m]
+        final, style = data["final_loss"][m], SERIES[mode]
         ax.plot(n * 2.0 ** (0.05 * (m - 2)), np.nanmean(final, axis=-1),
-                marker=MARKERS[mode], ls=DASHES[mode], color=COLORS[mode], label=labels[m])
+                marker=style.marker, ls=style.dash, color=style.color, label=labels[m])
     log2_axis(ax, n)
     ax.set_yscale("log")
     ax.set_xlabel("workers $n$")
@@ -77,8 +77,8 @@ def _final_panel(ax, data, labels):
 def _curve_panel(ax, data, labels, shown, target):
     i = int(np.flatnonzero(data["workers"] == shown)[0])
     for m, mode in enumerate(data["modes"]):
-        ax.plot(data["grid"], data["curves"][m, i], ls=DASHES[mode], color=COLORS[mode],
-                label=labels[m])
+        ax.plot(data["grid"], data["curves"][m, i], ls=SERIES[mode].dash,
+                color=SERIES[mode].color, label=labels[m])
     ax.axhline(target, color="k", lw=0.8, ls=":")
     ax.set_yscale("log")
     ax.set_xlabel("simulated seconds")

@@ -22,40 +22,14 @@ import numpy as np
 
 from .. import _files, _validate
 from .._errors import ConfigError
-from .._oracle import Oracle, _noise
 from ._datasets import stratified_split
-from ._models import accuracy, correct, cross_entropy, label_log_probabilities
-from ._problem import (
-    Problem,
-    Recording,
-    WorkerShards,
-    float_params,
-    parameter_count,
-)
-from ._shards import (
-    Sharding,
-    batch_indices,
-    check_batch_size,
-    label_histograms,
-    make_shards,
-)
+from ._measures import LOSSES, _evaluator, _example_bytes, _measure, _metrics, _record_chunk
+from ._model_shards import _shard_fields
+from ._problem import Problem, Recording, float_params, from_loss, parameter_count
+from ._shards import Sharding
 
 #: training examples the recorded training loss is measured on (a fixed subset)
 LOSS_EXAMPLES = 1000
-
-#: bytes of intermediate values one run's record may hold at once: a record evaluates
-#: its examples (the training-loss subset, the validation set) in chunks of as many as
-#: fit, so that many seeds of a large net recorded together stay within memory (the
-#: unfolded patches of a 5x5 CNN's second convolution take 205 kB per example: 205 MB
-#: per seed for the 1,000 training-loss examples, 105 GB for 512 seeds at once)
-RECORD_CHUNK_BYTES = 64 * 2**20
-
-#: the losses :func:`from_model` knows by name
-LOSSES = ("cross_entropy", "mse")
-
-#: the metrics :func:`from_model` knows by name
-METRICS = ("accuracy",)
-
 
 # ----------------------------------------------------------------------------- reading
 
@@ -161,141 +135,6 @@ def _take(tree, rows):
     return jax.tree.map(lambda leaf: leaf[rows], tree)
 
 
-# ----------------------------------------------------------------------------- measures
-
-
-class _Measure(NamedTuple):
-    """A per-example quantity of a batch: its mean, and its sum weighted per example
-    (a record's padded chunks weight their padding 0)."""
-
-    mean: Callable[[Any, Any], jax.Array]
-    total: Callable[[Any, Any, jax.Array], jax.Array]
-
-
-def _squared_error(outputs, labels):
-    error = outputs - labels.reshape(outputs.shape)
-    return jnp.mean(error * error, axis=tuple(range(1, error.ndim)))
-
-
-_BUILT_IN = {
-    "cross_entropy": _Measure(
-        cross_entropy, lambda o, y, w: -jnp.sum(w * label_log_probabilities(o, y))),
-    "mse": _Measure(lambda o, y: jnp.mean(_squared_error(o, y)),
-                    lambda o, y, w: jnp.sum(w * _squared_error(o, y))),
-    "accuracy": _Measure(accuracy, lambda o, y, w: jnp.sum(w * correct(o, y))),
-}
-
-
-def _custom(function, per_example: bool) -> _Measure:
-    """A measure from a callable ``(outputs, labels)`` returning per-example values
-    (``(batch,)``) or their mean (a scalar, then applied to each example alone to weigh
-    a record's examples)."""
-    if per_example:
-        return _Measure(lambda o, y: jnp.mean(function(o, y)),
-                        lambda o, y, w: jnp.sum(w * function(o, y)))
-
-    def each(outputs, labels):
-        return jax.vmap(lambda o, y: function(*jax.tree.map(lambda a: a[None], (o, y))))(
-            outputs, labels)
-
-    return _Measure(function, lambda o, y, w: jnp.sum(w * each(o, y)))
-
-
-def _measure(spec, field: str, outputs, labels) -> _Measure:
-    """A measure from a built-in name or a callable, its form checked on ``outputs`` and
-    ``labels`` of two examples (shape structs)."""
-    if isinstance(spec, str):
-        if spec not in _BUILT_IN:
-            known = LOSSES if field == "loss" else METRICS
-            raise ConfigError(f"{field}: unknown {spec!r}; give one of {', '.join(known)} "
-                              "or a function (outputs, labels) -> per-example values or "
-                              "their mean")
-        return _BUILT_IN[spec]
-    if not callable(spec):
-        raise ConfigError(f"{field} must be a name or a function (outputs, labels) -> "
-                          f"per-example values or their mean, got {spec!r}")
-    try:
-        out = jax.eval_shape(spec, outputs, labels)
-    except Exception as error:  # the user's function: whatever it raises, name it
-        raise ConfigError(f"{field}: calling it on a batch of two examples' outputs and "
-                          f"labels raised {type(error).__name__}: {error}") from None
-    shape = getattr(out, "shape", None)
-    if getattr(getattr(out, "dtype", None), "kind", None) != "f" or shape not in ((), (2,)):
-        raise ConfigError(f"{field}: must return per-example values (shape (batch,)) or "
-                          f"their mean (a scalar) as floats; on two examples it returned "
-                          f"{getattr(out, 'shape', type(out).__name__)}")
-    return _custom(spec, shape == (2,))
-
-
-# ----------------------------------------------------------------------------- records
-
-
-def _record_chunk(example_bytes: int, batch_size: int) -> int:
-    """Examples a record evaluates at once: whole training batches, as many as
-    ``RECORD_CHUNK_BYTES`` holds, and at least one.
-
-    A chunk of the training batch's size gives the record's forward pass the shapes of
-    the training step's, and XLA's CPU backend compiles the kernels the two passes share
-    once (``benchmarks/results/2026-11-28-cpu-peers-first-call.md`` measures it for the
-    CNN of ``benchmarks/peers.py``). Where the budget holds less than a batch, the chunk
-    of one batch holds about what the training step's forward pass keeps for its gradient.
-    """
-    return batch_size * max(1, RECORD_CHUNK_BYTES // (example_bytes * batch_size))
-
-
-def _example_bytes(apply, params, example) -> int:
-    """Bytes of the values ``apply`` computes for one example (``example``: a batch of
-    one), summed over its traced operations: what one example's forward pass may hold."""
-    jaxpr = jax.make_jaxpr(apply)(params, example)
-    return max(1, sum(v.aval.size * v.aval.dtype.itemsize
-                      for eqn in jaxpr.eqns for v in eqn.outvars))
-
-
-def _evaluator(apply, measures, x, y, chunk: int):
-    """``f(params) -> tuple``: each measure's mean over the examples ``x, y`` under
-    ``apply``: one pass when ``chunk`` examples cover them, else a loop over chunks of
-    ``chunk`` examples (the last padded, its padding weighted 0), which holds one chunk's
-    intermediates at a time.
-
-    The examples pass an optimization barrier: they are constants of the compiled program,
-    and XLA would otherwise fold what depends on them alone (a convolution's unfolded
-    patches) into constants while compiling, which on a CNN costs seconds of every first
-    call and tens of megabytes of program.
-    """
-    measures = tuple(measures)
-    n = int(jax.tree.leaves(y)[0].shape[0])
-    if chunk >= n:
-        x, y = jax.device_put(jax.tree.map(np.asarray, (x, y)))
-
-        def whole(params):
-            outputs = apply(params, jax.lax.optimization_barrier(x))
-            return tuple(m.mean(outputs, y) for m in measures)
-
-        return whole
-    count = -(-n // chunk)
-    pad = count * chunk - n
-
-    def chunks(a):
-        a = np.asarray(a)
-        a = np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)])
-        return a.reshape(count, chunk, *a.shape[1:])
-
-    xs, ys = jax.device_put(jax.tree.map(chunks, (x, y)))
-    weights = jax.device_put((np.arange(count * chunk) < n).astype(np.float32)
-                             .reshape(count, chunk))
-
-    def chunked(params):
-        def sums(part):
-            x_part, y_part, weight = part
-            outputs = apply(params, x_part)
-            return tuple(m.total(outputs, y_part, weight) for m in measures)
-
-        totals = jax.lax.map(sums, jax.lax.optimization_barrier((xs, ys, weights)))
-        return tuple(jnp.sum(t) / n for t in totals)
-
-    return chunked
-
-
 # ----------------------------------------------------------------------------- the problem
 
 
@@ -318,69 +157,6 @@ def _split(n: int, labels, classes: bool, validation: float, seed: int):
     order = np.random.default_rng(seed).permutation(n)
     k = int(round(validation * n))
     return np.sort(order[k:]), np.sort(order[:k])
-
-
-def _shard_fields(*, sharding, labels, classes, seed, batch_size, batch_loss):
-    """``reshard(n) -> dict``: the fields of a data problem that depend on its shards
-    (``batch``, ``oracle``, ``shards``) for ``n`` workers."""
-    n_train = int(labels.shape[0])
-    grad = jax.grad(batch_loss)
-
-    def reshard(workers: int) -> dict:
-        workers = _validate.count(workers, "workers")
-        if workers > n_train:
-            raise ConfigError(f"workers: {workers} workers for {n_train} training examples; "
-                              "use fewer workers")
-        parts = make_shards(labels, workers, sharding, seed=seed)
-        check_batch_size(parts, batch_size)
-        index, lengths = jax.device_put(parts.index), jax.device_put(parts.lengths)
-        n_shards = int(parts.lengths.size)
-
-        def rows_of(key, worker, step):
-            return batch_indices(index, lengths, key, jnp.asarray(worker) % n_shards, step,
-                                 batch_size)
-
-        def oracle(noise: float) -> Oracle:
-            std = float(np.sqrt(noise))
-
-            def add_noise(g, key):
-                return jax.tree.map(lambda a, e: a + std * e, g, _noise(key, g)) if std else g
-
-            def sample(params, key, worker, step):
-                # ``key`` is already folded with the step; the batch comes from it as well
-                return add_noise(grad(params, rows_of(key, worker, 0)), key)
-
-            def prepare(params, key, worker, first_step, count):
-                del params
-                # The draw reaches into the next epoch's order only at an epoch's end: a
-                # branch, which vmap over the steps would turn into computing both orders
-                # every step. One step draws alone; on a CPU several draw in a loop (5-14 %
-                # faster for λ = 8 on MNIST than vmap); an accelerator draws them at once.
-                steps = first_step + jnp.arange(count, dtype=jnp.int32)
-                if count == 1:
-                    rows = rows_of(key, worker, first_step)[None]
-                elif jax.default_backend() == "cpu":
-                    rows = jax.lax.map(lambda s: rows_of(key, worker, s), steps)
-                else:  # an accelerator: the vmap (its speed against the loop is unmeasured)
-                    rows = jax.vmap(lambda s: rows_of(key, worker, s))(steps)
-                return key, first_step, rows
-
-            def gradient(params, window, j):
-                key, first_step, rows = window
-                g = grad(params, rows[j])
-                return add_noise(g, jax.random.fold_in(key, first_step + j)) if std else g
-
-            return Oracle(prepare, gradient, sample)
-
-        histograms = None if classes is None else label_histograms(parts, labels, classes)
-        return {
-            "batch": lambda worker, step: rows_of(jax.random.key(seed), worker, step),
-            "oracle": oracle,
-            "shards": WorkerShards(sharding, workers, parts.lengths.copy(), histograms,
-                                   reshard),
-        }
-
-    return reshard
 
 
 class _Data(NamedTuple):
@@ -512,33 +288,6 @@ def _check_model(apply, params, data: _Data, loss, sharding) -> tuple[int | None
                           "class labels (y); use iid")
     outputs = jax.eval_shape(apply, params, jax.tree.map(lambda a: a[:2], data.x_train))
     return (classes if data.classes else None), outputs
-
-
-def _metrics(metrics, loss, classes, outputs, labels) -> dict[str, _Measure]:
-    """The measures of ``metrics`` (names or a dict of name to a function), checked on
-    two examples' ``outputs`` and ``labels``; by default accuracy for cross-entropy."""
-    entropy = isinstance(loss, str) and loss == "cross_entropy"
-    if metrics is None:
-        metrics = ("accuracy",) if entropy else ()
-    if isinstance(metrics, str):
-        metrics = (metrics,)
-    if not isinstance(metrics, Mapping):
-        try:
-            metrics = {m: m for m in metrics}
-        except TypeError:
-            raise ConfigError(f"metrics must be names or a dict of name to function, got "
-                              f"{metrics!r}") from None
-    measures = {}
-    for metric, spec in metrics.items():
-        if not isinstance(metric, str) or metric == "validation_loss":
-            raise ConfigError(f"metrics: {metric!r} is not a name a record can take "
-                              "(validation_loss is the loss's)")
-        if isinstance(spec, str) and spec == "accuracy" and (
-                classes is None or len(outputs.shape) != 2):
-            raise ConfigError("metrics: accuracy needs integer class labels and outputs "
-                              "(batch, classes)")
-        measures[metric] = _measure(spec, f"metrics[{metric!r}]", outputs, labels)
-    return measures
 
 
 def _check_init(init, params) -> None:
@@ -689,16 +438,10 @@ def from_model(apply: Callable, params, x, y=None, *, loss="cross_entropy", metr
     fields = reshard(workers)
     n_valid = int(jax.tree.leaves(x_valid)[0].shape[0])
     n_loss = int(subset.size)
-    return Problem(
-        name=name,
-        dim=parameter_count(params),
-        loss=training_loss,
+    # a loss over the parameters like any other (the training loss on its subset), with
+    # the data's batches, oracle, records and random starts
+    return from_loss(training_loss, params, name=name)._replace(
         batch_loss=batch_loss,
-        start=params,
-        box=None,
-        domain=None,
-        minima=None,
-        success_radius=None,
         init=init,
         evaluate=evaluate,
         info={"batch_size": batch_size, "shards": str(sharding), "workers": workers,

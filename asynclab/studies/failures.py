@@ -32,9 +32,8 @@ import math
 import numpy as np
 
 from .._errors import ConfigError
-from .._progress import progress_bar
 from ..cluster import Availability, Cluster, ComputeTime
-from ..engine import run as run_engine
+from ._horizon import outcomes, over_cells, quadratic_run
 
 RULES = ("synchronous SGD", "DOWNPOUR", "ADAG", "DiLoCo", "async DiLoCo")
 
@@ -96,11 +95,7 @@ def setting(config: Config, rule: str, mtbf: float) -> tuple[str, dict, Cluster]
 def one(config: Config, rule: str, mtbf: float):
     """The :class:`~asynclab.engine.Result` of one (rule, MTBF) for every seed."""
     name, hyperparameters, cluster = setting(config, rule, mtbf)
-    return run_engine("quadratic", name, cluster=cluster, horizon=config.horizon,
-                      seeds=list(range(config.seeds)), trace_per_seed=True,
-                      noise=config.noise, progress=False,
-                      problem_options={"dim": config.dim, "condition": config.condition},
-                      **hyperparameters)
+    return quadratic_run(config, name, cluster, **hyperparameters)
 
 
 def _check(config: Config) -> None:
@@ -112,20 +107,15 @@ def _check(config: Config) -> None:
 def run(config: Config = Config(), progress=None) -> dict:
     """Goodput, time to target and final loss per (rule, MTBF, seed)."""
     _check(config)
-    shape = (len(RULES), len(config.mtbf), config.seeds)
-    goodput = np.full(shape, np.nan)
-    rate = np.full(shape, np.nan)
-    seconds = np.full(shape, np.inf)
-    final = np.full(shape, np.nan)
-    diverged = np.zeros(shape, bool)
-    cells = [(r, f) for r in range(len(RULES)) for f in range(len(config.mtbf))]
-    for r, f in progress_bar(cells, desc="failures", unit="run", progress=progress):
-        result = one(config, RULES[r], config.mtbf[f])
-        goodput[r, f] = result.goodput[result.trace_index]
-        rate[r, f] = result.goodput_per_device_second[result.trace_index]
-        seconds[r, f] = result.time_to_target(config.target, metric="loss").seconds
-        final[r, f] = result.loss[:, -1]
-        diverged[r, f] = result.diverged
+
+    def measure(result):
+        return {"goodput": result.goodput[result.trace_index],
+                "goodput_per_device_second":
+                    result.goodput_per_device_second[result.trace_index],
+                **outcomes(result, config.target)}
+
+    measured = over_cells(RULES, config.mtbf, lambda rule, mtbf: one(config, rule, mtbf),
+                          measure, desc="failures", progress=progress)
     return {
         "rules": np.array(RULES),
         "mtbf": np.asarray(config.mtbf, np.float64),
@@ -133,9 +123,9 @@ def run(config: Config = Config(), progress=None) -> dict:
         "up_fraction": np.array([1.0 if math.isinf(m) else
                                  Availability(mtbf=m, mttr=config.mttr).up_fraction
                                  for m in config.mtbf]),
-        "goodput": goodput,
-        "goodput_per_device_second": rate,
-        "seconds_to_target": seconds,
-        "final_loss": final.astype(np.float32),
-        "diverged": diverged,
+        "goodput": measured["goodput"].astype(np.float64),
+        "goodput_per_device_second": measured["goodput_per_device_second"].astype(np.float64),
+        "seconds_to_target": measured["seconds_to_target"].astype(np.float64),
+        "final_loss": measured["final_loss"].astype(np.float32),
+        "diverged": measured["diverged"],
     }

@@ -31,9 +31,8 @@ import math
 import numpy as np
 
 from .._errors import ConfigError
-from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, SemiSync
-from ..engine import run as run_engine
+from ._horizon import outcomes, over_cells, quadratic_run
 
 MODES = ("synchronous", "K-of-n", "K-async", "backup", "asynchronous")
 
@@ -88,11 +87,8 @@ def setting(config: Config, mode: str, n: int) -> tuple[str, Cluster, SemiSync |
 def one(config: Config, mode: str, n: int):
     """The :class:`~asynclab.Result` of one (mode, n) for every seed."""
     rule, cluster, semisync = setting(config, mode, n)
-    return run_engine("quadratic", rule, cluster=cluster, horizon=config.horizon,
-                      seeds=list(range(config.seeds)), trace_per_seed=True,
-                      learning_rate=config.learning_rate, noise=config.noise,
-                      problem_options={"dim": config.dim, "condition": config.condition},
-                      semisync=semisync, progress=False)
+    return quadratic_run(config, rule, cluster, learning_rate=config.learning_rate,
+                         semisync=semisync)
 
 
 def _check(config: Config) -> None:
@@ -105,32 +101,26 @@ def _check(config: Config) -> None:
 def run(config: Config = Config(), progress=None) -> dict:
     """Time to target, final loss, updates and loss curves per (mode, n, seed)."""
     _check(config)
-    shape = (len(MODES), len(config.workers), config.seeds)
-    seconds = np.full(shape, np.inf)
-    final = np.full(shape, np.nan)
-    updates = np.zeros(shape, np.int64)
-    diverged = np.zeros(shape, bool)
     grid = np.linspace(0.0, config.horizon, config.grid)
-    curves = np.full(shape[:2] + (config.grid,), np.nan)
-    cells = [(m, w) for m in range(len(MODES)) for w in range(len(config.workers))]
-    for m, w in progress_bar(cells, desc="semisync", unit="run", progress=progress):
-        result = one(config, MODES[m], config.workers[w])
-        seconds[m, w] = result.time_to_target(config.target, metric="loss").seconds
-        final[m, w] = result.loss[:, -1]
-        diverged[m, w] = result.diverged
+
+    def measure(result):
         times = result.record_time[result.trace_index]
-        updates[m, w] = np.sum(result.staleness >= 0, axis=1)[result.trace_index]
-        curves[m, w] = np.mean([np.interp(grid, t, loss) for t, loss in
-                                zip(times, result.loss, strict=True)], axis=0)
+        return {**outcomes(result, config.target),
+                "updates": np.sum(result.staleness >= 0, axis=1)[result.trace_index],
+                "curves": np.mean([np.interp(grid, t, loss) for t, loss in
+                                   zip(times, result.loss, strict=True)], axis=0)}
+
+    measured = over_cells(MODES, config.workers, lambda mode, n: one(config, mode, n),
+                          measure, desc="semisync", progress=progress)
     return {
         "modes": np.array(MODES),
         "workers": np.asarray(config.workers),
         "quorum": np.array([quorum(config, n) for n in config.workers]),
         "backups": np.array([backups(config, n) for n in config.workers]),
-        "seconds_to_target": seconds,
-        "final_loss": final.astype(np.float32),
-        "updates": updates,
-        "diverged": diverged,
+        "seconds_to_target": measured["seconds_to_target"].astype(np.float64),
+        "final_loss": measured["final_loss"].astype(np.float32),
+        "updates": measured["updates"].astype(np.int64),
+        "diverged": measured["diverged"],
         "grid": grid,
-        "curves": curves.astype(np.float32),
+        "curves": measured["curves"].astype(np.float32),
     }

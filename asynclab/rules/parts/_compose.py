@@ -172,6 +172,17 @@ def _local(inner, local_steps, local, pull, keep_pulled):
     return remember_pull(local) if pull is reset_to_center and not keep_pulled else local
 
 
+def _built(name, inner, local_steps, local, pull, outer, init_extra, hyperparameters,
+           keep_pulled) -> dict:
+    """The fields of a :class:`Rule` that both kinds build alike from their parts: its
+    name, the server's start, the local work, the hyperparameters and λ."""
+    return {"name": _name(name),
+            "init_server": _server_init(outer, init_extra),
+            "local": _local(inner, local_steps, local, pull, keep_pulled),
+            "hyperparameters": hyperparameters,
+            "local_steps": int(local_steps)}
+
+
 def _name(name: str | None) -> str:
     """``name``, else the declared rule's (the factory being run), else ``"custom"``."""
     if name is not None:
@@ -220,14 +231,11 @@ def asynchronous(
         local = local or worker_local_work(inner, worker_steps)
         local_steps = max(worker_steps)
     return Rule(
-        name=_name(name),
+        **_built(name, inner, local_steps, local, pull, outer, init_extra, hyperparameters,
+                 keep_pulled),
         synchronous=False,
-        init_server=_server_init(outer, init_extra),
         init_worker=start_at_center(inner, keep_pulled=keep_pulled),
-        local=_local(inner, local_steps, local, pull, keep_pulled),
         exchange=exchange_of(commit, apply, pull, outer, keep_pulled),
-        hyperparameters=hyperparameters,
-        local_steps=int(local_steps),
         worker_steps=worker_steps,
         capabilities=capabilities,
     )
@@ -255,14 +263,11 @@ def synchronous(
     and it has no warm-up rounds.
     """
     return Rule(
-        name=_name(name),
+        **_built(name, inner, local_steps, local, pull, outer, None, hyperparameters,
+                 keep_pulled),
         synchronous=True,
-        init_server=_server_init(outer, None),
         init_worker=start_at_own(inner, keep_pulled=keep_pulled),
-        local=_local(inner, local_steps, local, pull, keep_pulled),
         exchange=synchronize_of(aggregate, pull, outer, keep_pulled),
-        hyperparameters=hyperparameters,
-        local_steps=int(local_steps),
         warmup_rounds=int(warmup_rounds),
         capabilities=_capabilities(pull, True, local, warmup_rounds),
     )
