@@ -142,14 +142,9 @@ def _shared(trace):
     return trace
 
 
-def simulate_async_many(
-    cluster: Cluster,
-    *,
-    local_steps: int | Sequence[int] = 1,
-    commits: int | None = None,
-    horizon: float | None = None,
-    seeds,
-) -> list[Trace]:
+def simulate_async_many(cluster: Cluster, *, seeds, local_steps: int | Sequence[int] = 1,
+                        commits: int | None = None, horizon: float | None = None
+                        ) -> list[Trace]:
     """Simulates the asynchronous cluster for every seed at once.
 
     The same model as :func:`~asynclab.cluster.simulate_async` (its docstring says

@@ -133,6 +133,18 @@ def _durations(times: np.ndarray, down: float) -> np.ndarray:
     return out
 
 
+def _setup(cluster, lam: int, seeds: np.ndarray, semisync, first: int):
+    """What both semi-synchronous loops start from: ``(n, seeds' count, quorum, the
+    phases (``first`` of them drawn per worker), the reply's link time, the server, the
+    seeds' rows)``."""
+    n = cluster.workers
+    size = len(seeds)
+    phases = Phases(cluster, (lam,) * n, seeds, grouped=False)
+    phases.ensure(np.full((size, n), first))
+    return (n, size, semisync.quorum_of(n), phases, phases.down, _Server(cluster, seeds),
+            np.arange(size))
+
+
 def discard(cluster, lam: int, seeds: np.ndarray, semisync, limit, horizon):
     """Semi-synchronous rounds whose late work is cancelled.
 
@@ -141,15 +153,9 @@ def discard(cluster, lam: int, seeds: np.ndarray, semisync, limit, horizon):
       ``(S, R, n)``, the rounds per seed, and the seeds with a tie SimPy may order
       otherwise.
     """
-    n = cluster.workers
-    size = len(seeds)
-    quorum = semisync.quorum_of(n)
-    phases = Phases(cluster, (lam,) * n, seeds, grouped=False)
-    down = phases.down
-    server = _Server(cluster, seeds)
-    rows = np.arange(size)
-    phases.ensure(np.full((size, n), min(_expected_rounds(cluster, lam, limit, horizon),
-                                         _CHUNK_ROUNDS)))
+    n, size, quorum, phases, down, server, rows = _setup(
+        cluster, lam, seeds, semisync, min(_expected_rounds(cluster, lam, limit, horizon),
+                                           _CHUNK_ROUNDS))
     deadline = semisync.deadline
     window = semisync.window
     rank = np.arange(n)
@@ -215,14 +221,8 @@ def discard(cluster, lam: int, seeds: np.ndarray, semisync, limit, horizon):
 def stale(cluster, lam: int, seeds: np.ndarray, semisync, limit, horizon):
     """Semi-synchronous rounds whose late work counts in the round open when it
     arrives, stepped one commit (or one timer) at a time; returns as :func:`discard`."""
-    n = cluster.workers
-    size = len(seeds)
-    quorum = semisync.quorum_of(n)
-    phases = Phases(cluster, (lam,) * n, seeds, grouped=False)
-    down = phases.down
-    server = _Server(cluster, seeds)
-    rows = np.arange(size)
-    phases.ensure(np.full((size, n), _CHUNK_ROUNDS))
+    n, size, quorum, phases, down, server, rows = _setup(cluster, lam, seeds, semisync,
+                                                         _CHUNK_ROUNDS)
     deadline = semisync.deadline
     has_deadline = deadline is not None and np.isfinite(deadline)
     window = semisync.window
