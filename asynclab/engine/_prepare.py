@@ -291,11 +291,11 @@ def _grid_rule(rule, grid, learning_rate, hyperparameters):
     if "learning_rate" in first and learning_rate is not None:
         raise ConfigError("sweep: learning_rate and grid['learning_rate'] both set η; give "
                           "one of them")
+    if not isinstance(rule, str):  # rebuilt: an option the grid gives becomes present
+        return RULES[rule_name].factory(**{**rule.hyperparameters, **first}), grid, \
+            learning_rate, hyperparameters
     if "learning_rate" in first:
         learning_rate = first.pop("learning_rate")
-    if not isinstance(rule, str):  # rebuilt: an option the grid gives becomes present
-        rule = RULES[rule_name].factory(**{**rule.hyperparameters, **first})
-        first = {}
     return rule, grid, learning_rate, {**hyperparameters, **first}
 
 

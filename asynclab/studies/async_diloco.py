@@ -25,9 +25,10 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime
-from ..engine import replay, schedule
+from ..engine import schedule
 from ..problems import get_problem
 from ..rules import make_rule
+from ._replayed import replay
 
 #: the variants, in the order of the table: name -> (rule, its options)
 VARIANTS = {

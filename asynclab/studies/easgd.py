@@ -51,9 +51,9 @@ import numpy as np
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async, simulate_sync
-from ..engine import replay, replay_grid
 from ..problems import get_problem, stochastic_gradient
 from ..rules import make_rule
+from ._replayed import replay, replay_grid
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,9 +32,9 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async
-from ..engine import replay
 from ..problems import get_problem
 from ..rules import make_rule
+from ._replayed import replay
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,10 +34,11 @@ import numpy as np
 from .._errors import ConfigError
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async
-from ..engine import record_exchanges, replay
+from ..engine import record_exchanges
 from ..engine._metrics import first_reached, temporal_efficiency
 from ..problems import Problem, get_problem
 from ..rules import make_rule
+from ._replayed import replay
 
 RULES = ("downpour", "dynsgd", "aeasgd", "agn", "adag")
 

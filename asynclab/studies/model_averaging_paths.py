@@ -23,9 +23,10 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, simulate_sync
-from ..engine import initial_state, replay, seed_keys
+from ..engine import initial_state, seed_keys
 from ..problems import get_problem
 from ..rules import make_rule
+from ._replayed import replay
 
 INITS = ("start", "random_per_worker")
 

@@ -50,9 +50,10 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, simulate_async
-from ..engine import replay_grid, scores
+from ..engine import scores
 from ..problems import get_problem
 from ..rules import make_rule
+from ._replayed import replay_grid
 
 
 @dataclasses.dataclass(frozen=True)

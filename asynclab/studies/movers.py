@@ -21,9 +21,9 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, heterogeneous, simulate_async
-from ..engine import replay
 from ..problems import get_problem
 from ..rules import make_rule
+from ._replayed import replay
 
 
 @dataclasses.dataclass(frozen=True)

@@ -42,9 +42,9 @@ from ..cluster import (
     total_variation,
     wasserstein,
 )
-from ..engine import replay_grid
 from ..problems import quadratic
 from ..rules import make_rule
+from ._replayed import replay_grid
 
 MODELS = ("replayed", "fitted", "exponential")
 

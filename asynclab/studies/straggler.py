@@ -30,9 +30,10 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Straggler, simulate_async
-from ..engine import initial_state, replay, replay_grid, seed_keys
+from ..engine import initial_state, seed_keys
 from ..problems import get_problem
 from ..rules import make_rule
+from ._replayed import replay, replay_grid
 
 #: Final-state classes of the basin scan.
 ELSEWHERE, MINIMUM, VALLEY, DIVERGED = 0, 1, 2, 3
