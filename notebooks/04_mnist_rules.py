@@ -43,10 +43,9 @@ import os
 QUICK = os.environ.get("ASYNCLAB_NOTEBOOK_QUICK") == "1"  # small sizes, for tests
 
 # %%
-from asynclab.cluster import Cluster
-from asynclab.engine import build_rule, schedule
+import asynclab
+from asynclab.engine import schedules
 from asynclab.notebook import compare_rules, exchange_record, plot_rule_comparison, show
-from asynclab.problems import get_problem
 
 PROBLEM = "digits" if QUICK else "mnist"
 RULES = ("downpour", "adag") if QUICK else ("downpour", "agn", "dynsgd", "adag")
@@ -72,11 +71,10 @@ for name, result in results.items():
 # exchange (the same arithmetic: the final centre is identical).
 
 # %%
-adag = build_rule("adag", learning_rate=LEARNING_RATE, local_steps=LOCAL_STEPS,
-                  gamma=GAMMA)
-problem = get_problem(PROBLEM, workers=WORKERS)
-trace = schedule(adag, Cluster(WORKERS), commits=COMMITS, rng=0)
-scales = exchange_record(adag, problem, trace)
+adag = asynclab.prepare(PROBLEM, "adag", workers=WORKERS, commits=COMMITS,
+                        learning_rate=LEARNING_RATE, local_steps=LOCAL_STEPS, gamma=GAMMA)
+(trace,) = schedules(adag)  # the schedule the run replays (seed 0)
+scales = exchange_record(adag.rule, adag.problem, trace)
 print(f"ADAG scaled its commits by {scales.scale.mean():.3f} on average over the weights "
       f"(smallest {scales.scale.min():.3f}); mean staleness {scales.staleness.mean():.2f}")
 

@@ -42,8 +42,9 @@ devices = notebook_devices(DEVICES)
 print(devices)
 
 # %%
+import asynclab
 from asynclab.cluster import Cluster, ComputeTime
-from asynclab.engine import build_rule, schedule
+from asynclab.engine import schedules
 from asynclab.notebook import compare_executors, plot_executors, show
 from asynclab.problems import beale
 
@@ -54,10 +55,11 @@ NOISE = 1.0  # gradient-noise variance σ²
 # ## An asynchronous rule: DOWNPOUR on a simulated cluster
 
 # %%
-rule = build_rule("downpour", learning_rate=0.002, local_steps=2)
 cluster = Cluster(DEVICES, ComputeTime("exponential"))
-trace = schedule(rule, cluster, commits=COMMITS, rng=1)
-data = compare_executors(rule, beale(), trace, devices, seed=7, noise=NOISE)
+spec = asynclab.prepare(beale(), "downpour", cluster=cluster, commits=COMMITS,
+                        learning_rate=0.002, local_steps=2, seeds=7, noise=NOISE)
+(trace,) = schedules(spec)
+data = compare_executors(spec.rule, spec.problem, trace, devices, seed=7, noise=NOISE)
 print(f"max |device − replay| = {data['max_difference']:.2e}; wall time device "
       f"{data['wall']['device'][1]:.3f} s, replay {data['wall']['replay'][1]:.3f} s "
       f"(second calls)")
@@ -72,8 +74,10 @@ show(plot_executors(data))
 
 # %%
 if not QUICK:
-    rule = build_rule("model_averaging", learning_rate=0.002, local_steps=4)
-    trace = schedule(rule, cluster, commits=COMMITS // 4, rng=1)
-    data = compare_executors(rule, beale(), trace, devices, seed=7, noise=NOISE)
+    spec = asynclab.prepare(beale(), "model_averaging", cluster=cluster,
+                            commits=COMMITS // 4, learning_rate=0.002, local_steps=4, seeds=7,
+                            noise=NOISE)
+    (trace,) = schedules(spec)
+    data = compare_executors(spec.rule, spec.problem, trace, devices, seed=7, noise=NOISE)
     print(f"max |device − replay| = {data['max_difference']:.2e}")
     show(plot_executors(data))
