@@ -10,6 +10,7 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..engine import run as run_engine
+from ._replayed import STUDY_DIVERGENCE
 
 
 def quadratic_run(config, rule: str, cluster, **options):
@@ -21,7 +22,7 @@ def quadratic_run(config, rule: str, cluster, **options):
                       seeds=list(range(config.seeds)), trace_per_seed=True,
                       noise=config.noise, progress=False,
                       problem_options={"dim": config.dim, "condition": config.condition},
-                      **options)
+                      diverged_above=STUDY_DIVERGENCE, **options)
 
 
 def outcomes(result, target: float) -> dict[str, np.ndarray]:

@@ -67,6 +67,7 @@ from ..cluster import Cluster, simulate_sync
 from ..engine import replay
 from ..problems import get_problem
 from ..rules import make_rule
+from ._replayed import STUDY_DIVERGENCE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +167,7 @@ def replay_cell(config, problem, n, lam, steps, seeds, records):
                   noise=config.noise, record_paths=False, record_every=rounds // records,
                   progress=False,  # cells run several at a time: one bar for the study
                   unroll=_unroll(config), stepwise=_stepwise(config),
-                  pad_workers=_pad_workers(config, n))
+                  pad_workers=_pad_workers(config, n), diverged_above=STUDY_DIVERGENCE)
 
 
 #: the numbers of workers that share a padded worker axis when the study replays step by

@@ -42,6 +42,7 @@ from .._progress import progress_bar
 from ..cluster import Cluster, ComputeTime, Link
 from ..engine import run as run_engine
 from ..engine._metrics import hardware_efficiency, statistical_efficiency, time_to_target
+from ._replayed import STUDY_DIVERGENCE
 
 MODES = ("synchronous", "asynchronous", "mixed")
 CLUSTERS = ("homogeneous", "slow workers")
@@ -115,6 +116,7 @@ def _one(config: Config, kind: str, mode: str, workers: int) -> dict:
         commits=events, seeds=list(range(config.seeds)),
         learning_rate=config.learning_rate * unit, trace_per_seed=True,
         record_every=events // config.records, progress=False,
+        diverged_above=STUDY_DIVERGENCE,
         problem_options={"model": config.model, "batch_size": config.batch_size})
     times = np.broadcast_to(result.record_time, result.metrics["accuracy"].shape)
     return {"accuracy": result.metrics["accuracy"], "validation_loss":
