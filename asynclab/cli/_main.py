@@ -136,11 +136,13 @@ def _main(argv) -> int:
 
     from .. import _environment
 
-    try:
-        _environment.import_jax()  # the parser's problem list imports JAX
-    except ConfigError as error:
-        print(f"asynclab: error: {error}", file=sys.stderr)
-        return 2
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:2] != ["trace", "inspect"]:  # inspecting a log needs no JAX
+        try:
+            _environment.import_jax()  # a help's problem list, and every run, import JAX
+        except ConfigError as error:
+            print(f"asynclab: error: {error}", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         if args.func in (run_command, sweep_command, _demo, _figures):  # the commands that compile
