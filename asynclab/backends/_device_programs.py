@@ -53,14 +53,21 @@ def _guarded(shared_center, diverged_at, old_center, new_center, live, index):
     return finite, step, diverged_at, keep_center(stop, old_center, shared_center)
 
 
-def _record(loss, evaluate, center, diverged_at, index, live, plan: Plan, limit=None):
-    """``(loss, metrics, diverged_at)``: the central loss and the problem's metrics of the
-    centre (a dict, empty without ``evaluate``) if event ``index`` closes a record block,
-    else NaN.
+def _record(loss, evaluate, center, diverged_at, kept, index, live, plan: Plan, limit=None):
+    """``(loss, metrics, diverged_at, kept centre)``: the central loss and the problem's
+    metrics of the centre (a dict, empty without ``evaluate``) if event ``index`` closes a
+    record block, else NaN.
 
-    As in the replay: a non-finite loss marks the run diverged at the block's last event,
-    and a diverged run records NaN.
+    As in the replay: a loss that is not finite or leaves the bound ``limit`` marks the
+    run diverged at the block's last event, and the run keeps that event's centre (its
+    states run on); a diverged run records NaN.
     """
+    value, metrics, after = _measured(loss, evaluate, center, diverged_at, index, live, plan,
+                                      limit)
+    return value, metrics, after, keep_center((diverged_at < 0) & (after >= 0), center, kept)
+
+
+def _measured(loss, evaluate, center, diverged_at, index, live, plan: Plan, limit):
     every = plan.record_every
     due = live & (((index + 1) % every == 0) | (index == plan.n_events - 1))
 
@@ -109,8 +116,8 @@ def round_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, late
             moved = credit_movement(moved, step, running & finite & jnp.isfinite(step),
                                     mask=plan.order[shared.step, 0])
         worker = after
-        value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
-                                              index, True, plan, limit)
+        value, metrics, diverged_at, kept = _record(loss, evaluate, server.center,
+                                                    diverged_at, kept, index, True, plan, limit)
         center = server.center[None] if record_paths else ()
         local_params = local.params if record_paths else ()
         metrics = {k: v[None] for k, v in metrics.items()}
@@ -167,8 +174,9 @@ def segment_program(rule: Rule, gradient, loss, evaluate, record_paths: bool, li
             mine = jax.lax.cond(live_slot & (committer == me), lambda: new_worker,
                                 lambda: mine)
             server = new_server
-            value, metrics, diverged_at = _record(loss, evaluate, server.center, diverged_at,
-                                                  index, live_slot, plan, limit)
+            value, metrics, diverged_at, kept = _record(loss, evaluate, server.center,
+                                                        diverged_at, kept, index, live_slot,
+                                                        plan, limit)
             return (server, mine, diverged_at, kept, moved), (
                 value, server.center if record_paths else (), metrics)
 
