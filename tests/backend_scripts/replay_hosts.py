@@ -42,7 +42,7 @@ alone = {  # the same on this process's first device alone
                             devices=jax.local_devices()[:1]),
 }
 report = {"process": jax.process_index(), "devices": jax.device_count(),
-          "spanning": sorted({len(key[-1]) for key in _compiled._COMPILED}), "runs": {}}
+          "spanning": sorted({len(key[-1].devices) for key in _compiled._COMPILED}), "runs": {}}
 for name, result in runs.items():
     other = alone[name]
     report["runs"][name] = {
