@@ -5,7 +5,9 @@ the reductions of that computation (a mean over the workers, a sum over a mini-b
 a library whose sums came out differently with the number of rows, so seed 0 alone and
 seed 0 among 500 others differed in the last bits and, over thousands of steps, in the
 sixth digit. The replay now compiles with the library's reductions off
-(``asynclab.engine._core.CPU_COMPILER_OPTIONS``); these tests fail without that.
+(``asynclab.engine._core.CPU_COMPILER_OPTIONS``); these tests fail without that. A lone
+seed is replayed on two rows (the second a copy): on some CPUs XLA laid out the matrix
+products of a one-row program otherwise, and the net test failed without it.
 """
 
 from __future__ import annotations

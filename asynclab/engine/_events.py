@@ -437,14 +437,12 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
 
 
 #: A replay of one run with at least this many parameters runs its events as written,
-#: without ``vmap`` (:func:`_one_run`). Batched with a leading axis of one, a net compiles
-#: differently on a CPU: XLA copied each convolution's input patches before stacking
-#: them and fused the max pool's gradient apart from its consumers. Measured on the 2-core
-#: CPU, one seed, calls of the two forms interleaved: the CNN of ``benchmarks/peers.py``
-#: (582,026 parameters) went from 0.73x to 0.91x its plain-JAX loop, the MLP of
-#: ``benchmarks/nets.py`` (203,530) 1.05x faster; below, the two forms went either way by
-#: run (Beale's 2 parameters 5-14 % slower without vmap, a 1,000-dimensional quadratic 9 %
-#: faster, a 10,000-dimensional one 12 % slower), so small problems keep the vmap.
+#: without ``vmap`` (:func:`_one_run`). Batched with a leading axis of one, a net compiled
+#: differently on a CPU: XLA copied each convolution's input patches before stacking them
+#: and fused the max pool's gradient apart from its consumers, and the unbatched form was
+#: the faster for large nets (``benchmarks/nets.py``, ``benchmarks/peers.py``). Below
+#: this size the two forms went either way by run, so small problems keep the vmap (and
+#: the replay gives a lone seed a second row: see ``engine._replay._replay_batch``).
 ALONE_MIN_PARAMETERS = 100_000
 
 

@@ -44,7 +44,7 @@ from ._core import (
     event_arrays,
     run_config,
 )
-from ._events import DIVERGED_ABOVE_VALUE, reported_center
+from ._events import ALONE_MIN_PARAMETERS, DIVERGED_ABOVE_VALUE, reported_center
 from ._kinds import Layout, batch_kind, event_kind
 from ._layout import _host, _put, _spans_processes, replay_devices
 from ._result import Result
@@ -279,6 +279,13 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
     devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
     size = len(seeds)
     extra = -size % len(devices)
+    if size + extra == len(devices) and problem.dim < ALONE_MIN_PARAMETERS:
+        # XLA compiles a batch of one per device as an unbatched program, whose matrix
+        # products it may lay out otherwise (on some CPUs a seed alone then differed in
+        # its last bits from the same seed among others): two rows keep the program the
+        # batched one of any size. A larger problem runs one seed without vmap on purpose
+        # (:data:`ALONE_MIN_PARAMETERS`), for speed.
+        extra += len(devices)
     if extra:  # pad with copies of the last element: every device gets as many runs
         def pad(a):
             return np.concatenate([np.asarray(a), np.repeat(np.asarray(a)[-1:], extra, 0)])
