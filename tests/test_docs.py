@@ -13,8 +13,10 @@ one empty folder of that page: a later block can read what an earlier one wrote,
 reader following the page would. The environment is the README test's: the checkout on
 ``PYTHONPATH``, ``JAX_PLATFORMS=cpu``, ``MPLBACKEND=Agg`` and 4 simulated CPU devices.
 
-A block that must not run is preceded by an HTML comment, invisible on the rendered page,
-that says why::
+A python block preceded by ``<!-- continues -->`` continues the python block before it, as
+in one Python session (a page that says its blocks run in one session): the two run as one
+program. A block that must not run is preceded by an HTML comment, invisible on the
+rendered page, that says why::
 
     <!-- norun: writes into the checkout's asynclab/data -->
     ```console
@@ -73,6 +75,7 @@ SLOW = {
 
 _FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 _NORUN = re.compile(r"<!--\s*norun:\s*(\S[^\n]*?)\s*-->\s*$")
+_CONTINUES = re.compile(r"<!--\s*continues\s*-->\s*$")
 
 
 class Block(NamedTuple):
@@ -81,6 +84,7 @@ class Block(NamedTuple):
     language: str       # the info string's first word
     code: str
     norun: str | None   # the reason it does not run, or None
+    continues: bool = False  # a python block that continues the python block before it
 
 
 def parse(name: str, text: str) -> list[Block]:
@@ -91,7 +95,8 @@ def parse(name: str, text: str) -> list[Block]:
         norun = _NORUN.search(before)
         found.append(Block(name, text.count("\n", 0, match.start()) + 1,
                            (match.group(1).split() or [""])[0], match.group(2),
-                           norun.group(1) if norun else None))
+                           norun.group(1) if norun else None,
+                           bool(_CONTINUES.search(before))))
     return found
 
 
@@ -218,16 +223,37 @@ def test_the_block_reader():
                                    "0:4"]]
     assert commands(found[2]) == [["python", "x.py", "--out", "y"]]
     assert [b.line for b in runnable(found)] == [3, 13]
+    assert not any(b.continues for b in found)
+    chained = parse("page.md", "```python\nx = 1\n```\n\n<!-- continues -->\n"
+                               "```python\nprint(x)\n```\n\n```python\nprint(2)\n```\n")
+    assert [b.continues for b in chained] == [False, True, False]
+    assert [(b.line, b.code) for b in sessions(chained)] == [(1, "x = 1\n\nprint(x)\n"),
+                                                            (10, "print(2)\n")]
 
 
 @pytest.mark.parametrize("page", [_page_param(p) for p in _pages() if runnable(blocks(p))])
 def test_the_page_runs_as_written(page, tmp_path):
-    """Every runnable block of ``page``, in order, in one empty folder."""
-    for block in runnable(blocks(page)):
+    """Every runnable block of ``page``, in order, in one empty folder; a block that
+    continues the one before it runs with it, as one program."""
+    for block in sessions(runnable(blocks(page))):
         start = time.perf_counter()
         ran = _run(block, tmp_path)
         print(f"{block.page}:{block.line} {block.language} {time.perf_counter() - start:.1f} s")
         _check(block, ran)
+
+
+def sessions(found: list[Block]) -> list[Block]:
+    """``found`` with every python block that continues the one before it joined to it:
+    one block (the first's line) whose code is theirs in order."""
+    joined: list[Block] = []
+    for block in found:
+        if block.continues:
+            assert block.language == "python" and joined and joined[-1].language == "python", \
+                f"{block.page}:{block.line}: a continued block follows a python block"
+            joined[-1] = joined[-1]._replace(code=joined[-1].code + "\n" + block.code)
+        else:
+            joined.append(block)
+    return joined
 
 
 @pytest.mark.slow  # a run of 16 seeds from the command line
