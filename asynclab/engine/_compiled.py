@@ -127,10 +127,10 @@ def event_unroll(unroll=None) -> int:
     """Events per iteration of the replay's compiled loop (``lax.scan(unroll=...)``):
     ``unroll``, checked, or 1 for None.
 
-    More events per iteration speed up a long replay of a short parameter vector: 1.3×
-    at 8 and 1.4× at 16 on a 2-core CPU (``benchmarks/replay.py``, row (h)), more on an
-    accelerator, where every loop iteration costs kernel launches; each program then
-    compiles a little longer, which a short replay does not earn back.
+    More events per iteration speed up a long replay of a short parameter vector
+    (``benchmarks/replay.py``, row (h)), the more on an accelerator, where every loop
+    iteration costs kernel launches; each program then compiles a little longer, which a
+    short replay does not earn back.
     """
     if unroll is None:
         return 1

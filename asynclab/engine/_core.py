@@ -92,10 +92,10 @@ def all_finite(tree) -> jax.Array:
 #: YNNPACK library, whose sums came out differently with the number of rows, i.e. with
 #: how many seeds (or sweep points) share a launch: a seed's numbers changed in the last
 #: bits with the batch it was replayed in. XLA's own reduction loops keep a seed's run the
-#: same in the tested workloads (``tests/test_launch_size.py``) and are also faster here
-#: (1.5–1.8× on model averaging with 2,000 seeds per launch; ``benchmarks/replay.py``,
-#: row (j)). Matrix products stay with the library (``INDIVIDUAL_DOT``, the other default
-#: type). Read-only: the compiled programs' caches do not key on it.
+#: same in the tested workloads (``tests/test_launch_size.py``) and were also the faster
+#: here (``benchmarks/replay.py``, row (j)). Matrix products stay with the library
+#: (``INDIVIDUAL_DOT``, the other default type). Read-only: the compiled programs' caches
+#: do not key on it.
 CPU_COMPILER_OPTIONS = types.MappingProxyType(
     {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"})
 

@@ -173,8 +173,8 @@ def replay_cell(config, problem, n, lam, steps, seeds, records):
 #: the numbers of workers that share a padded worker axis when the study replays step by
 #: step, each group one compiled program (n ≤ 3 and n > 3 have different budgets, so
 #: different programs anyway); every padded replay shares one compiled initial state
-#: (``asynclab.engine._replay.INITIAL_AXIS``). Padding costs the padded workers' steps:
-#: 8 % more worker-steps for the whole figure with these groups.
+#: (``asynclab.engine._replay.INITIAL_AXIS``). Padding costs the padded workers' steps,
+#: a few per cent more worker-steps for the whole figure with these groups.
 WORKER_GROUPS = ((1,), (2,), (3,), (4, 5), (6, 7), (8, 9, 10))
 
 
@@ -256,9 +256,8 @@ def _unroll(config) -> int:
 ACCELERATOR_UNROLL = 8
 
 #: events per loop iteration on a CPU replaying step by step, where an event is one local
-#: step: 4 ran the cells 15 % faster than 1, with the same bits (n = 10 with λ = 1 and
-#: 100, n = 2 with λ = 1000; 500 seeds × 8,000 steps); a round-at-a-time event gains
-#: nothing from it (row (h))
+#: step: 4 ran the cells faster than 1, with the same bits; a round-at-a-time event gains
+#: nothing from it (``benchmarks/replay.py``, row (h))
 STEPWISE_CPU_UNROLL = 4
 
 
