@@ -25,6 +25,7 @@ from .._progress import note, progress_bar
 from ..cluster import COMMITS, ROUNDS, ROUNDS_DISCARD, ROUNDS_STALE, RoundTrace, Trace, goodput
 from ..problems import Problem
 from ..rules import Rule
+from . import _events
 from ._budget import check_run_memory
 from ._compiled import (
     NOISE_STD,
@@ -44,7 +45,7 @@ from ._core import (
     event_arrays,
     run_config,
 )
-from ._events import ALONE_MIN_PARAMETERS, DIVERGED_ABOVE_VALUE, reported_center
+from ._events import DIVERGED_ABOVE_VALUE, reported_center
 from ._kinds import Layout, batch_kind, event_kind
 from ._layout import _host, _put, _spans_processes, replay_devices
 from ._result import Result
@@ -279,12 +280,12 @@ def _replay_batch(rule, problem, plan: _Plan, seeds, rows, values, *, noise, ini
     devices = replay_devices(devices) if not isinstance(devices, tuple) else devices
     size = len(seeds)
     extra = -size % len(devices)
-    if size + extra == len(devices) and problem.dim < ALONE_MIN_PARAMETERS:
+    if size + extra == len(devices) and problem.dim < _events.ALONE_MIN_PARAMETERS:
         # XLA compiles a batch of one per device as an unbatched program, whose matrix
         # products it may lay out otherwise (on some CPUs a seed alone then differed in
         # its last bits from the same seed among others): two rows keep the program the
         # batched one of any size. A larger problem runs one seed without vmap on purpose
-        # (:data:`ALONE_MIN_PARAMETERS`), for speed.
+        # (:data:`~asynclab.engine._events.ALONE_MIN_PARAMETERS`), for speed.
         extra += len(devices)
     if extra:  # pad with copies of the last element: every device gets as many runs
         def pad(a):
