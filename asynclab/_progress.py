@@ -86,7 +86,7 @@ def note(bar, text: str):
     stream = getattr(getattr(bar, "fp", None), "_wrapped", None)  # tqdm wraps the file
     if not isinstance(stream, _Lines):
         bar.set_postfix_str(text)
-        return lambda: bar.set_postfix_str("", refresh=False)
+        return lambda: bar.set_postfix_str("")
     import threading
 
     timer = threading.Timer(_line_seconds(), stream.write, (f"{bar.desc}: {text}",))

@@ -391,6 +391,8 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
             for a in plan.events)
         carry, (value, center, path, metric) = run_chunk(carry, worker_keys, chunk_events,
                                                          chunk_values, np.asarray(c == 0))
+        if done_compiling is not None and c == 0:  # compiled; the chunk runs on (async)
+            done_compiling()
         # records of the state given and after each block; the first only in the first
         kept = slice(0 if c == 0 else 1, None)
         losses.append(_host(value)[:, kept])
@@ -399,8 +401,6 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         if plan.record_paths:
             centers.append(_host(center)[:, kept])
             paths.append(_host(path))
-        if done_compiling is not None and c == 0:
-            done_compiling()
         bar.update(batch * (min(step * (c + 1), plan.n_events) - min(step * c, plan.n_events)))
         if c + 1 < plan.n_chunks and np.all(_host(carry.diverged_at) >= 0):
             remaining = plan.n_chunks - c - 1
