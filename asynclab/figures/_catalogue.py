@@ -22,7 +22,7 @@ class Figure(NamedTuple):
       study: the module of :mod:`asynclab.studies` that computes it.
       draw: ``"module:function"`` of :mod:`asynclab.plot` that draws it.
       title: the title drawn, from the study's config: a template that
-        :meth:`str.format` fills with it (``"{config.workers} workers"``), or
+        ``str.format`` fills with it (``"{config.workers} workers"``), or
         ``title(config) -> str``, or None.
       pass_config: whether ``draw`` also takes the config as a dict (``config=``).
       detail: ``"module:function"`` that draws the companion ``NAME_detail.png`` (the

@@ -66,10 +66,10 @@ def plot_center_shares(results: Sequence, labels: Sequence[str] | None = None, *
     Args:
       results: results of one cluster (the same number of workers), e.g. one per rule.
       labels: one per result (default: each result's rule).
-      ax, path, overwrite: as for :func:`asynclab.plot.compare`: an axes to draw on
-        (default: a new figure), where to write the PNG (None: do not write), and whether
-        an existing file there is replaced (without it, a ConfigError before anything is
-        drawn).
+      ax: an axes to draw on (default: a new figure), as for :func:`asynclab.plot.compare`.
+      path: where to write the PNG (None: do not write).
+      overwrite: whether an existing file at ``path`` is replaced (without it, a
+        ConfigError before anything is drawn).
 
     Returns:
       The matplotlib axes.

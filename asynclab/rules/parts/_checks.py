@@ -68,8 +68,8 @@ COUNT_LIMIT = 2**31 - 1
 
 
 def check_count(name: str, value, minimum: int = 1) -> int:
-    """``value`` as an int in [minimum, :data:`COUNT_LIMIT`], or a ConfigError naming the
-    rule and the parameter."""
+    """``value`` as an int in [minimum, 2**31 - 1] (the compiled programs count in int32),
+    or a ConfigError naming the rule and the parameter."""
     return _validate.count(value, label(name), low=minimum, high=COUNT_LIMIT)
 
 
