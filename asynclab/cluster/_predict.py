@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import ConfigError
+from ._arrays import simulate_async_many
 from ._fit import FittedTimes, fit_log
 from ._log_adapters import measured_trace
 from ._replayed import _as_log, from_log
@@ -97,9 +98,10 @@ def predict_staleness(log, *, commits: int = 50_000, fitted: FittedTimes | None 
     if exponential:
         mean = float(np.mean(np.concatenate([log.durations(k, communication=communication)
                                              for k in range(n)]))) / log.local_steps
-        traces["exponential"] = simulate_async(
+        # the array path: SimPy's trace for this seed, bit for bit, many times faster
+        traces["exponential"] = simulate_async_many(
             Cluster(n, ComputeTime("exponential", mean=mean)), local_steps=log.local_steps,
-            commits=commits, rng=seed)
+            commits=commits, seeds=[seed])[0]
     reference = "measured" if "measured" in traces else "replayed"
     histograms = {name: staleness_distribution(t) for name, t in traces.items()}
     ref = histograms[reference]
