@@ -11,6 +11,7 @@ statistics of quorum rounds (the oracles of test_cluster_service.py and test_sem
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -61,20 +62,17 @@ def _same_trace(a, b) -> None:
             assert x == y, name
 
 
-def _check_async(cluster, seeds=SEEDS, **budget):
-    many = simulate_async_many(cluster, seeds=seeds, **budget)
+def _check_against_simpy(many_of, one_of, cluster, seeds=SEEDS, **budget):
+    """``many_of``'s traces for ``seeds`` are ``one_of``'s (SimPy's), seed by seed."""
+    many = many_of(cluster, seeds=seeds, **budget)
     assert len(many) == len(seeds)
     for seed, trace in zip(seeds, many, strict=True):
-        _same_trace(trace, simulate_async(cluster, rng=seed, **budget))
+        _same_trace(trace, one_of(cluster, rng=seed, **budget))
     return many
 
 
-def _check_sync(cluster, seeds=SEEDS, **budget):
-    many = simulate_sync_many(cluster, seeds=seeds, **budget)
-    assert len(many) == len(seeds)
-    for seed, trace in zip(seeds, many, strict=True):
-        _same_trace(trace, simulate_sync(cluster, rng=seed, **budget))
-    return many
+_check_async = functools.partial(_check_against_simpy, simulate_async_many, simulate_async)
+_check_sync = functools.partial(_check_against_simpy, simulate_sync_many, simulate_sync)
 
 
 # ----------------------------------------------------------------- random streams

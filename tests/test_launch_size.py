@@ -6,8 +6,9 @@ a library whose sums came out differently with the number of rows, so seed 0 alo
 seed 0 among 500 others differed in the last bits and, over thousands of steps, in the
 sixth digit. The replay now compiles with the library's reductions off
 (``asynclab.engine._core.CPU_COMPILER_OPTIONS``); these tests fail without that. A lone
-seed is replayed on two rows (the second a copy): on some CPUs XLA laid out the matrix
-products of a one-row program otherwise, and the net test failed without it.
+seed of a small problem is replayed on two rows (the second a copy), because on some CPUs
+XLA lays out the matrix products of a one-row program otherwise; the net test fails
+there without it.
 """
 
 from __future__ import annotations

@@ -68,6 +68,7 @@ def _record(loss, evaluate, center, diverged_at, kept, index, live, plan: Plan, 
 
 
 def _measured(loss, evaluate, center, diverged_at, index, live, plan: Plan, limit):
+    """:func:`_record`'s ``(loss, metrics, diverged_at)``, without the kept centre."""
     every = plan.record_every
     due = live & (((index + 1) % every == 0) | (index == plan.n_events - 1))
 
