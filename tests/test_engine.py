@@ -7,7 +7,15 @@ import pytest
 from oracles import async_sgd, beale_gradient, beale_loss
 
 import asynclab
-from asynclab.cluster import Cluster, ComputeTime, RoundTrace, Trace, simulate_async
+from asynclab.cluster import (
+    Cluster,
+    ComputeTime,
+    RoundTrace,
+    SemiSync,
+    Trace,
+    simulate_async,
+    simulate_sync,
+)
 from asynclab.engine import Result, replay
 from asynclab.problems import beale, linear_regression, quadratic, regression_data
 from asynclab.rules import downpour, model_averaging, sequential_sgd, synchronous_sgd
@@ -223,7 +231,7 @@ def test_a_loss_beyond_the_divergence_bound_is_a_divergence(bound):
     assert np.all(np.isfinite(result.loss[0, result.record_events <= at]))
 
 
-@pytest.mark.parametrize("unroll", [3, 8])
+@pytest.mark.parametrize("unroll", [3, pytest.param(8, marks=pytest.mark.slow)])
 def test_unrolled_event_loop_gives_the_same_numbers(unroll):
     """Several events per loop iteration (blocks of 7 events: 3 does not divide them, 8
     exceeds them) replay the same arithmetic, divergence event included (on a CPU the
@@ -405,6 +413,45 @@ def test_stepwise_and_padding_refusals():
         replay(model_averaging(1e-3), beale(), rounds(4, 2), pad_workers=3)
     with pytest.raises(asynclab.ConfigError, match="asynchronous"):
         replay(downpour(1e-3), beale(), round_robin_trace(2, 4), pad_workers=3)
+
+
+def test_a_prepared_run_carries_the_replays_layout():
+    """``prepare(..., unroll=, stepwise=, pad_workers=)`` runs the replay with that layout:
+    the same bits as ``replay`` given the same options, for given traces and for a
+    simulated cluster (whose schedule ``run`` simulates, as ``simulate_sync`` does)."""
+    problem = beale()
+    layout = dict(unroll=4, stepwise=True, pad_workers=5)
+    options = dict(seeds=range(3), noise=10.0, init="random_per_worker", record_every=2,
+                   record_paths=True)
+    trace = rounds(3, 4, 3)
+    want = replay(model_averaging(1e-3, 3), problem, trace, **options, **layout)
+    spec = asynclab.prepare(problem, model_averaging(1e-3, 3), traces=trace, **options,
+                            **layout)
+    assert (spec.unroll, spec.stepwise, spec.pad_workers) == (4, True, 5)
+    assert _same_bits(asynclab.run(spec), want)
+    simulated = asynclab.run(problem, "model_averaging", workers=3, commits=4, local_steps=3,
+                             learning_rate=1e-3, **options, **layout)
+    again = replay(model_averaging(1e-3, 3), problem,
+                   simulate_sync(Cluster(workers=3), local_steps=3, rounds=4, rng=0),
+                   **options, **layout)
+    assert _same_bits(simulated, again)
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(rule="downpour", stepwise=True), "downpour is not one"),
+    (dict(pad_workers=2), "fewer than"),
+    (dict(unroll=0), "unroll must be"),
+    (dict(stepwise="yes"), "True or False"),
+    (dict(stepwise=True, grid={"learning_rate": [1e-3, 2e-3]}), "not a sweep"),
+    (dict(rule="downpour", unroll=2, backend="pmap", devices=1, workers=None),
+     "backend 'sim'"),
+    (dict(stepwise=True, semisync=SemiSync(quorum=2)), "semi-synchronous"),
+])
+def test_prepare_refuses_a_layout_the_replay_cannot_take(options, match):
+    options = {"rule": "model_averaging", "workers": 3, "commits": 4, **options}
+    options = {k: v for k, v in options.items() if v is not None}
+    with pytest.raises(asynclab.ConfigError, match=match):
+        asynclab.prepare("beale", **options)
 
 
 @pytest.mark.parametrize("commits, every", [(95, 10), (200, 3)])

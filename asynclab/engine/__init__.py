@@ -7,8 +7,6 @@ from ._core import initial_state as initial_state
 from ._core import seed_keys as seed_keys
 from ._exchanges import ExchangeRecord as ExchangeRecord
 from ._exchanges import record_exchanges as record_exchanges
-from ._prepare import BACKENDS as BACKENDS
-from ._prepare import RunSpec as RunSpec
 from ._prepare import build_rule as build_rule
 from ._prepare import prepare as prepare
 from ._prepare import with_start as with_start
@@ -20,6 +18,8 @@ from ._run import run as run
 from ._run import schedule as schedule
 from ._run import schedules as schedules
 from ._run import sweep as sweep
+from ._spec import BACKENDS as BACKENDS
+from ._spec import RunSpec as RunSpec
 from ._sweep import HIGHER_IS_BETTER as HIGHER_IS_BETTER
 from ._sweep import SCORES as SCORES
 from ._sweep import best_point as best_point

@@ -28,81 +28,12 @@ from ..problems import Problem, get_problem, options_of
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule, make_rule
 from ._budget import check_run_memory
+from ._compiled import event_unroll
 from ._core import DIVERGED_ABOVE, check_late, check_traces, run_config
 from ._layout import replay_devices
 from ._replay import check_diverged_above, check_options
+from ._spec import BACKENDS, RunSpec
 from ._sweep import MEMORY_BUDGET, check_grid
-
-#: How a spec's run is executed: the simulator's replay, one worker per device, or
-#: free-running threads.
-BACKENDS = ("sim", "pmap", "threads")
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class RunSpec:
-    """An immutable description of a run: what :func:`prepare` made of its arguments.
-
-    Every field is checked and every default filled; an executor reads the fields and
-    decides nothing of its own. Make one with :func:`prepare`, never by hand.
-
-    Attributes:
-      problem: the :class:`~asynclab.problems.Problem` (a data problem sharded for the
-        run's workers, with the run's fixed start).
-      rule: the built :class:`~asynclab.rules.Rule` (its learning rate, λ and groups).
-      cluster: the :class:`~asynclab.cluster.Cluster` the schedules are simulated on, or
-        None when the schedules are given (``traces``) or measured (``backend="threads"``).
-      commits, horizon: the budget, one of them None (both None with ``traces``).
-      seeds: the seeds, integers in [0, 2³²).
-      noise: σ², the variance of the additive Gaussian gradient noise.
-      init: ``"start"``, ``"random"`` or ``"random_per_worker"``.
-      trace_per_seed: one schedule per seed (else the first seed's for every seed).
-      semisync: semi-synchronous rounds (:class:`~asynclab.cluster.SemiSync`), or None.
-      record_every: events between two records, or None for the replay's default.
-      record_paths: record trajectories (None: for problems of dimension <= 2).
-      backend: ``"sim"`` (the replay), ``"pmap"`` (one worker per device) or
-        ``"threads"`` (free-running threads).
-      devices: the devices: those the seeds are split over (``"sim"``), or one per
-        committing unit (``"pmap"``, ``"threads"``).
-      runs_per_call: seeds (or (point, seed) pairs) replayed per compiled call, or None.
-      grid: a sweep's grid, ``{name: float64 array}``, or None for a plain run.
-      traces: the schedules given to replay, or None (simulated from ``cluster``).
-      diverged_above: the divergence bound (a multiple of max(1, |initial loss|)), or
-        None for only non-finite losses.
-      simulator: what makes the schedules: ``"auto"``, ``"simpy"`` or ``"arrays"``
-        (:data:`~asynclab.cluster.SIMULATORS`).
-      config: what the result records of the configuration (read-only).
-    """
-
-    problem: Problem
-    rule: Rule
-    cluster: Cluster | None
-    commits: int | None
-    horizon: float | None
-    seeds: tuple[int, ...]
-    noise: float
-    init: str
-    trace_per_seed: bool
-    semisync: SemiSync | None
-    record_every: int | None
-    record_paths: bool | None
-    backend: str
-    devices: tuple
-    runs_per_call: int | None
-    grid: Mapping[str, np.ndarray] | None
-    traces: tuple | None
-    diverged_above: float | None
-    simulator: str
-    config: Mapping
-
-    @property
-    def workers(self) -> int:
-        """The run's number of workers."""
-        return int(self.config["workers"])
-
-    @property
-    def points(self) -> int:
-        """The grid's number of points (1 for a plain run)."""
-        return 1 if self.grid is None else int(np.prod([v.size for v in self.grid.values()]))
-
 
 # ----------------------------------------------------------------------------- the rule
 
@@ -385,6 +316,9 @@ def prepare(
     backend: str = "sim",
     diverged_above: float | None = DIVERGED_ABOVE,
     simulator: str = "auto",
+    unroll: int | None = None,
+    stepwise: bool = False,
+    pad_workers: int | None = None,
     **hyperparameters,
 ) -> RunSpec:
     """Check and complete a run's description, before any work: a :class:`RunSpec`.
@@ -432,6 +366,9 @@ def prepare(
         covers the timing model, many seeds at once, SimPy elsewhere: the same traces),
         ``"simpy"`` (the reference simulator) or ``"arrays"`` (refused where it does not
         cover the model). Each trace says which made it (``trace.simulator``).
+      unroll, stepwise, pad_workers: how the replay lays out its events and workers, as
+        :func:`asynclab.replay` takes them (speed settings that share compiled programs;
+        backend ``"sim"`` only, and not in a sweep).
       backend: ``"sim"`` (the replay of simulated schedules), ``"pmap"`` (the device
         executor, one worker per device, :func:`asynclab.backends.run_devices`) or
         ``"threads"`` (free-running threads).
@@ -514,6 +451,9 @@ def prepare(
         horizon = _validate.number(horizon, "horizon (seconds)", low=0, low_open=True)
     noise = check_noise(noise)
     diverged_above = check_diverged_above(diverged_above)
+    unroll, stepwise, pad_workers = _check_layout(built_rule, backend, grid, semisync, unroll,
+                                                  stepwise, pad_workers,
+                                                  n_workers // group_size)
     check_options(built_rule, init, record_every)
     if init != "start" and built_problem.init is None and built_problem.box is None:
         raise ConfigError(f"init={init!r}: {built_problem.name} has no box and no init for "
@@ -565,7 +505,8 @@ def prepare(
                    devices=device_list, runs_per_call=runs_per_call,
                    grid=None if grid is None else types.MappingProxyType(grid),
                    traces=traces, diverged_above=diverged_above, simulator=simulator,
-                   config=types.MappingProxyType(config))
+                   config=types.MappingProxyType(config), unroll=unroll, stepwise=stepwise,
+                   pad_workers=pad_workers)
 
 
 #: The largest budget in commits or rounds: an event's index is an int32 in the replay.
@@ -582,6 +523,28 @@ def _given_traces(traces, n_seeds: int) -> tuple:
     if len(traces) not in (1, n_seeds):
         raise ConfigError(f"give one trace, or one per seed ({n_seeds}); got {len(traces)}")
     return tuple(traces)
+
+
+def _check_layout(rule: Rule, backend: str, grid, semisync, unroll, stepwise, pad_workers,
+                  n_workers: int) -> tuple[int | None, bool, int | None]:
+    """The replay's layout options (``unroll``, ``stepwise``, ``pad_workers``), for a
+    replay that can take them."""
+    from ._replay import _check_pad, stepwise_rule
+
+    if not isinstance(stepwise, bool | np.bool_):
+        raise ConfigError(f"stepwise must be True or False, got {stepwise!r}")
+    if unroll is None and not stepwise and pad_workers is None:
+        return None, False, None
+    name = ("unroll" if unroll is not None else "stepwise" if stepwise else "pad_workers")
+    if backend != "sim" or grid is not None:
+        raise ConfigError(f"{name}: a layout of the replay's (backend 'sim', not a sweep)")
+    if stepwise:
+        if semisync is not None:
+            raise ConfigError("stepwise replays plain synchronous rounds, not "
+                              "semi-synchronous ones")
+        stepwise_rule(rule)  # refuses a rule that cannot be replayed step by step
+    unroll = None if unroll is None else event_unroll(unroll)
+    return unroll, bool(stepwise), _check_pad(rule, pad_workers, n_workers)
 
 
 def _check_semisync(rule: Rule, semisync, n_workers: int) -> None:

@@ -7,9 +7,10 @@ from ..cluster import expected_events
 from ..cluster import schedule as cluster_schedule
 from ..cluster import schedules as cluster_schedules
 from ._budget import announce, run_seconds
-from ._prepare import RunSpec, prepare
+from ._prepare import prepare
 from ._replay import replay
 from ._result import Result
+from ._spec import RunSpec
 from ._sweep import replay_grid
 
 
@@ -108,7 +109,8 @@ def execute(spec: RunSpec, *, progress: bool | None = None) -> Result:
                   init=spec.init, record_every=spec.record_every,
                   record_paths=spec.record_paths, progress=progress,
                   config=dict(spec.config), devices=spec.devices,
-                  runs_per_call=spec.runs_per_call, diverged_above=spec.diverged_above)
+                  runs_per_call=spec.runs_per_call, diverged_above=spec.diverged_above,
+                  unroll=spec.unroll, stepwise=spec.stepwise, pad_workers=spec.pad_workers)
 
 
 def sweep(problem="beale", rule="downpour", *, grid, progress: bool | None = None,

@@ -64,10 +64,9 @@ import numpy as np
 
 from .._progress import progress_bar
 from ..cluster import Cluster, simulate_sync
-from ..engine import replay
 from ..problems import get_problem
 from ..rules import make_rule
-from ._replayed import STUDY_DIVERGENCE
+from ._replayed import STUDY_DIVERGENCE, replay
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,12 +101,12 @@ class Config:
         where every iteration costs kernel launches). The same arithmetic per event (on
         a CPU the same bits).
       stepwise: replay one local step per compiled event, averaging at the end of every
-        round (``asynclab.replay(..., stepwise=True)``), so that the four λ of one n
+        round (``asynclab.prepare(..., stepwise=True)``), so that the four λ of one n
         share one compiled program (None: on a CPU, where a step costs about as much
         either way; an accelerator pays per event). See "Compilations" above for what it
         changes in the numbers.
       worker_groups: numbers of workers replayed on one padded worker axis, the
-        group's largest n (``asynclab.replay(..., pad_workers=N)``), so that they share
+        group's largest n (``asynclab.prepare(..., pad_workers=N)``), so that they share
         one compiled program; n in no group is not padded (None: ``WORKER_GROUPS`` when
         replaying step by step, else none). The numbers do not depend on it (on a CPU,
         to the bit).
