@@ -44,6 +44,7 @@ def test_threads_refuse_synchronous_rules_and_missing_devices():
         run_threads(downpour(0.1), beale(), commits=10, workers=64)
 
 
+@pytest.mark.slow  # threads run in the quick tier in test_cluster_logs' round trip
 def test_cli_threads_backend_reports_the_real_run():
     proc = subprocess.run(
         [sys.executable, "-m", "asynclab.cli", "run", "--backend", "threads", "--devices", "2",

@@ -32,6 +32,7 @@ def test_a_second_run_compiles_nothing_new(tmp_path):
     assert _entries(folder) == first  # every program was read back, none compiled anew
 
 
+@pytest.mark.slow  # a second pair of fresh processes; the quick tier runs the first pair
 def test_an_empty_setting_turns_the_cache_off(tmp_path):
     env = _env(ASYNCLAB_COMPILE_CACHE="", XDG_CACHE_HOME=str(tmp_path),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")

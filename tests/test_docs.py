@@ -43,8 +43,13 @@ from children import example_environment
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SHELLS = ("bash", "console", "sh")
-# pages whose blocks together take more than ~20 s on the 2-core machine: the slow tier
+# pages whose blocks together take more than ~5 s on the 2-core machine: the slow tier
 SLOW = {
+    "studies.md": "a study of 2 rules x 2 clusters x 4 learning rates x 8 seeds drawn as a "
+                  "grid and as curves (14 s measured here quiet, 22 s with the 2 cores "
+                  "shared)",
+    "design.md": "20,000-commit simulations of a free and a busy server, and a run with "
+                 "failures (7 s measured with the 2 cores shared)",
     "experiment.md": "an Equinox MLP on scikit-learn's data, a rule of one's own checked, "
                      "four rules studied over four seeds and the figure drawn (about 2 "
                      "minutes, most of it compiling)",

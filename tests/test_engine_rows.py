@@ -64,7 +64,7 @@ def _run_dependent_counts(rule):
     return rule._replace(local=counted, structure=None)
 
 
-@pytest.mark.parametrize("name", ["downpour", "easgd"])
+@pytest.mark.parametrize("name", ["downpour", pytest.param("easgd", marks=pytest.mark.slow)])
 def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypatch):
     # a rule whose counts might differ between runs keeps a count per run; the numbers
     # are the catalogue rule's, whose counts the batch holds once
@@ -115,7 +115,8 @@ def test_a_nets_batch_draws_are_the_batches_of_their_steps(count):
 @pytest.mark.parametrize("name, learning_rate, noise, case", [
     ("downpour", 1e-3, 1.0, "finite"),                   # every run finite
     ("downpour", 6e-3, 400.0, "mixed"),                  # some runs diverge, some not
-    ("model_averaging", 2e-2, 2500.0, "each its own"),  # every run diverges, each apart
+    pytest.param("model_averaging", 2e-2, 2500.0, "each its own",  # every run diverges,
+                 marks=pytest.mark.slow),                            # each apart
 ])
 def test_a_run_alone_is_its_row_of_a_batch(name, learning_rate, noise, case, monkeypatch):
     # a replay of one run leaves out vmap (_one_run); its numbers are its row of a batch

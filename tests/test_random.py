@@ -53,7 +53,10 @@ def test_normal_falls_back_for_other_dtypes():
                               jax.random.normal(key, (5,), dtype))
 
 
-@pytest.mark.parametrize("count,shape", [(4, (2,)), (1, (2,)), (1, (3, 2)), (1, ()), (5, ())])
+# the quick tier: a window of vectors and windows of scalars; the slow tier every shape
+@pytest.mark.parametrize("count,shape", [
+    (4, (2,)), pytest.param(1, (2,), marks=pytest.mark.slow),
+    pytest.param(1, (3, 2), marks=pytest.mark.slow), (1, ()), (5, ())])
 def test_window_is_per_step_draws_under_nested_vmap(count, shape):
     keys = jax.random.split(jax.random.key(5), 6).reshape(2, 3)
     starts = jnp.array([[0, 5, 9], [100, 7, 2**20]], jnp.int32)

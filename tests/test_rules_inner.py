@@ -34,7 +34,9 @@ def test_sequential_adam_matches_a_numpy_adam_on_a_quadratic():
     assert np.max(np.abs(sgd.final_params[0] - expected)) > 1e-2
 
 
-@pytest.mark.parametrize("name", ["downpour", "dynsgd", "agn", "adag"])
+# the quick tier: a plain rule and one with per-weight state; the slow tier all four
+@pytest.mark.parametrize("name", ["downpour", pytest.param("dynsgd", marks=pytest.mark.slow),
+                                  pytest.param("agn", marks=pytest.mark.slow), "adag"])
 def test_one_worker_with_adam_is_sequential_adam(name):
     kwargs = dict(workers=1, commits=40, learning_rate=0.01, noise=1.0, seeds=[0, 1],
                   inner="adam", problem_options={"dim": 6})

@@ -62,16 +62,6 @@ def _check(name, checks, setting=QUADRATIC, **overrides):
     return check(name, checks=checks, **kwargs, **options)
 
 
-@pytest.mark.parametrize("name", sorted(SUITE))
-# the quick tier runs every rule on the quadratic; Rosenbrock's valley is the slow tier's
-@pytest.mark.parametrize("setting", [QUADRATIC, pytest.param(ROSENBROCK, marks=pytest.mark.slow)],
-                         ids=["quadratic", "rosenbrock"])
-def test_converges_without_noise(name, setting):
-    """No divergence, and the final loss below the setting's target."""
-    measured = _check(name, ["converges"], setting)
-    assert list(measured) == ["converges"]
-
-
 #: the rules whose per-rule properties the quick tier checks: a plain asynchronous rule,
 #: one with per-weight state, a synchronous average and an outer optimizer; the slow tier
 #: checks every rule
@@ -80,6 +70,17 @@ QUICK = ("downpour", "adag", "model_averaging", "diloco")
 
 def _tiered(names):
     return [pytest.param(n, marks=() if n in QUICK else pytest.mark.slow) for n in names]
+
+
+@pytest.mark.parametrize("name", _tiered(sorted(SUITE)))
+# the quick tier runs QUICK's rules on the quadratic; every rule, and Rosenbrock's valley,
+# are the slow tier's
+@pytest.mark.parametrize("setting", [QUADRATIC, pytest.param(ROSENBROCK, marks=pytest.mark.slow)],
+                         ids=["quadratic", "rosenbrock"])
+def test_converges_without_noise(name, setting):
+    """No divergence, and the final loss below the setting's target."""
+    measured = _check(name, ["converges"], setting)
+    assert list(measured) == ["converges"]
 
 
 @pytest.mark.parametrize("name", _tiered(sorted(SUITE)))
