@@ -64,6 +64,7 @@ def test_run_replays_the_log_and_stops_or_wraps(capsys):
     assert wrapped["events"] == 10_000
 
 
+@pytest.mark.slow  # a log's replay from the command line runs quick just above
 def test_a_log_cluster_runs_to_a_horizon(capsys):
     """A horizon in simulated seconds, with a log's own times or times fitted to it: the
     schedule is the one simulated apart, cut at the horizon."""

@@ -351,10 +351,15 @@ def test_a_result_prints_as_one_line_without_its_arrays():
     assert f"final loss median {median:.4g}" in text
 
 
+#: one Beale for the layout tests: compiled programs are cached by the problem's identity,
+#: so replays of one layout share a program (each layout still compiles its own)
+_BEALE = beale()
+
+
 def _averaging(n, local_steps, n_rounds, lr, **options):
     """Model averaging from random starts with σ² = 10: 12 seeds, central loss recorded
     every 2 rounds, paths recorded."""
-    return replay(model_averaging(lr, local_steps), beale(), rounds(n, n_rounds, local_steps),
+    return replay(model_averaging(lr, local_steps), _BEALE, rounds(n, n_rounds, local_steps),
                   seeds=range(12), noise=10.0, init="random_per_worker", record_every=2,
                   record_paths=True, **options)
 
@@ -419,7 +424,7 @@ def test_a_prepared_run_carries_the_replays_layout():
     """``prepare(..., unroll=, stepwise=, pad_workers=)`` runs the replay with that layout:
     the same bits as ``replay`` given the same options, for given traces and for a
     simulated cluster (whose schedule ``run`` simulates, as ``simulate_sync`` does)."""
-    problem = beale()
+    problem = _BEALE
     layout = dict(unroll=4, stepwise=True, pad_workers=5)
     options = dict(seeds=range(3), noise=10.0, init="random_per_worker", record_every=2,
                    record_paths=True)

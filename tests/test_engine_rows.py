@@ -91,7 +91,7 @@ def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypa
                                       err_msg=key)
 
 
-@pytest.mark.parametrize("count", [1, 5])
+@pytest.mark.parametrize("count", [pytest.param(1, marks=pytest.mark.slow), 5])
 def test_a_nets_batch_draws_are_the_batches_of_their_steps(count):
     # a net's local work draws the batches of its λ steps at once (one step alone, more
     # in a loop on a CPU): each is batch_indices of its step; at an epoch's end a batch

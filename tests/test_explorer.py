@@ -93,6 +93,7 @@ def test_seeds_control_draws_one_loss_curve_per_seed(explorer):
                                                                 - 1])
 
 
+@pytest.mark.slow  # 3 s or more of runs behind the widgets; the other controls run quick
 def test_real_valued_controls_do_not_compile_again(explorer):
     before = TRACE_COUNT["chunk"]
     changes = [("learning_rate", 0.002), ("heterogeneity", 0.5), ("straggler_delay", 30.0),
@@ -119,6 +120,7 @@ def test_noise_variance_is_a_real_valued_control(explorer):
     assert all(s > 0 for s in spread)
 
 
+@pytest.mark.slow  # 3 s or more of runs behind the widgets; the other controls run quick
 def test_rule_controls_follow_the_rule_declaration(explorer):
     explorer.controls["rule"].value = "adag"
     assert set(explorer.rule_controls) == {"gamma", "norm", "worker_momentum",
@@ -139,6 +141,7 @@ def test_a_one_worker_rule_sets_one_worker(explorer):
     assert "cannot run" not in explorer.message.value and explorer.error is None
 
 
+@pytest.mark.slow  # 3 s or more of runs behind the widgets; the other controls run quick
 def test_impossible_combination_is_a_message_not_a_traceback(explorer):
     explorer.controls["rule"].value = "sequential_sgd"
     picture = explorer.image.value
@@ -185,6 +188,7 @@ def test_every_control_changes_the_picture_without_an_error(explorer):
     assert set(explorer.rule_controls) == {"inner", "worker_momentum", "server_momentum"}
 
 
+@pytest.mark.slow  # 3 s or more of runs behind the widgets; the other controls run quick
 def test_the_problem_control_redraws_the_surface(explorer):
     explorer.controls["problem"].value = "himmelblau"
     assert explorer.result.config["problem"] == "himmelblau"

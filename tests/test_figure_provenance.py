@@ -93,6 +93,7 @@ def test_staleness_provenance():
         np.testing.assert_array_equal(row[key][0], data[key][i], err_msg=key)
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_straggler_provenance():
     # Cell: the drawn seed (shown_seed) of the fixed-start part, DOWNPOUR: one 4,000-commit
     # schedule and a replay of one seed (~1 s); the basin scan replays 2,000 seeds.
@@ -117,6 +118,7 @@ def test_straggler_provenance():
     close(np.nanmean(loss[-max(1, config.commits // 10):]), data["final_loss"][r, s])
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_implicit_momentum_provenance():
     # Cell: n = 16, the mean centre over all 512 seeds for the first 200 commits (the first
     # 41 stored points of mean_path). The mean needs every seed; the prefix keeps 512
@@ -137,6 +139,7 @@ def test_implicit_momentum_provenance():
     close(mean.astype(np.float32), data["mean_path"][i, :len(mean)])
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_momentum_tuning_provenance():
     # Cell: n = 4, (η, μ) = (0.008, 0.15), a stable point near the fastest of its row: all
     # 32 seeds over the whole 1,500 commits (the scores need every seed and the whole run),
@@ -168,6 +171,7 @@ def test_momentum_tuning_provenance():
     close(np.median(result.loss, axis=0)[keep], data["median_loss"][i, e, m])
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_model_averaging_paths_provenance():
     # Cell: random per-worker starts, λ = 1000, the drawn seed: one seed, 40 rounds (~1 s).
     # Its paths are stored undecimated, and it has its own final loss and spreads.
@@ -235,6 +239,7 @@ def test_easgd_provenance():
     close(result.worker_path[0, ::keep], data[f"ends_{key}"][:points], atol=RTOL)
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_agn_provenance():
     # Cell: the AGN loss curve (n = 4, λ = 15), its mean over all 64 seeds for the first 40
     # commits. The mean needs every seed; the prefix keeps it to ~1 s.
@@ -293,6 +298,7 @@ def test_mnist_rules_provenance():
     close(result.metrics["accuracy"][0], data["accuracy"][r, i, j, s, :records + 1])
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_scaling_provenance():
     # Cell: the slow-worker cluster, mixed mode (2 groups of 4), n = 8, seed 0, the first 8
     # records (64 commits): one seed of a prefix (~2 s, mostly compiling the net's replay).
@@ -327,6 +333,7 @@ def test_movers_provenance():
     close(result.center_share[0], data["center_share"][r, 0])
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_semisync_provenance():
     # Cell: K of n with late work discarded, n = 8, seed 3: one 400 s schedule of rounds
     # and a replay of one seed (~1 s).
@@ -380,6 +387,7 @@ def test_async_diloco_replay_provenance():
     close(result.metrics["accuracy"][0], data[f"{variant}__accuracy"][s, :records + 1])
 
 
+@pytest.mark.slow  # a study cell of 3 s or more; the cheaper cells run quick
 def test_failures_provenance():
     # Cell: async DiLoCo at MTBF 50 s, seed 3: one 400 s schedule with Poisson churn (its
     # rejoin pulls replayed) and a replay of one seed (~1 s).

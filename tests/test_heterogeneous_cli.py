@@ -19,6 +19,8 @@ def _json(capsys, argv):
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow  # the command line's heterogeneity runs quick below; DyLU's speeds
+# filled from the cluster run quick in tests/test_async_diloco.py
 def test_run_with_a_time_scale_is_the_python_run(capsys):
     argv = ["run", "--rule", "async_diloco", "--param", "dynamic=true", "--local-steps",
             "4", "--workers", "4", "--commits", "30", "--noise", "1", "--json"]

@@ -38,6 +38,7 @@ def _same_run(alone, among, loss_rtol=0.0):
     np.testing.assert_array_equal(alone.diverged_at, among.diverged_at[:rows])
 
 
+@pytest.mark.slow  # a seed alone and in a batch runs quick in tests/test_engine_rows.py
 def test_model_averaging_seeds_alone_and_among_many():
     """The Monte-Carlo study's workload: 64 seeds alone, then among 500."""
     problem = asynclab.problems.beale()

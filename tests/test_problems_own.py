@@ -369,6 +369,7 @@ def test_an_equinox_model_trains_through_the_adapter():
     assert jax.tree.structure(grads) == jax.tree.structure(problem.start)
 
 
+@pytest.mark.slow  # one adapter (Equinox) trains quick; Flax in the slow tier
 def test_a_flax_model_trains_through_the_adapter():
     nnx = pytest.importorskip("flax.nnx", reason="the optional extra asynclab[flax]")
     from asynclab.problems import from_flax

@@ -85,6 +85,7 @@ def test_bad_runs_per_call_names_the_field(value):
         asynclab.run("beale", "downpour", workers=2, commits=5, runs_per_call=value)
 
 
+@pytest.mark.slow  # seeds in turns run quick from Python above
 def test_command_line_runs_seeds_in_turns(capsys):
     argv = ["run", "--problem", "beale", "--rule", "downpour", "--workers", "4",
             "--commits", "40", "--seeds", "0,1,2", "--noise", "1", "--json"]

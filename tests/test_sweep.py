@@ -253,6 +253,7 @@ def test_cli_sweep_json_reports_grid_points_and_best(capsys):
     assert out["best"]["score"] == pytest.approx(finals[(lr, mu)], rel=1e-6)
 
 
+@pytest.mark.slow  # the command line's sweep runs quick on a surface
 def test_cli_sweep_takes_a_nets_model_batch_and_shards_and_ranks_by_accuracy(capsys):
     # the flags mean in sweep what they mean in run: the model, the mini-batch, the shards
     argv = ["sweep", "--problem", "digits", "--model", "mlp:8", "--batch-size", "4",
