@@ -373,14 +373,19 @@ def _same_bits(a, b):
     1e-3, pytest.param(0.03, marks=pytest.mark.slow)])  # 0.03: most runs diverge, at various rounds
 def test_stepwise_and_padded_replays_are_the_replay(lr):
     """One local step per compiled event, on a worker axis padded from 3 to 5 workers:
-    with λ = 1 the same bits as the plain replay (records, centres, paths, divergence);
-    with λ = 3 the padding gives the bits of the step-by-step replay without it, which
-    is the plain replay to float rounding (its λ-step loop, unrolled, rounds
-    differently in the last bits) with the same rounds of divergence."""
+    with λ = 1 the same bits as the plain replay (records, centres, paths, divergence)."""
     plain = _averaging(3, 1, 12, lr)
     assert _same_bits(plain, _averaging(3, 1, 12, lr, stepwise=True, pad_workers=5))
     if lr > 0.01:
         assert 0 < np.sum(plain.diverged_at >= 0) < 12
+
+
+@pytest.mark.slow  # three more compiled layouts; λ > 1 step by step runs quick below
+@pytest.mark.parametrize("lr", [1e-3, 0.03])
+def test_stepwise_replays_of_several_local_steps_are_the_replay_to_rounding(lr):
+    """With λ = 3 the padding gives the bits of the step-by-step replay without it, which
+    is the plain replay to float rounding (its λ-step loop, unrolled, rounds differently in
+    the last bits) with the same rounds of divergence."""
     plain = _averaging(3, 3, 4, lr)
     step = _averaging(3, 3, 4, lr, stepwise=True)
     assert step.worker_path.shape == plain.worker_path.shape  # one entry per round
