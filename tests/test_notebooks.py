@@ -8,7 +8,9 @@ simulated CPU devices in its first code cell, before JAX starts in that kernel.
 from __future__ import annotations
 
 import os
+import queue
 import re
+import time
 from pathlib import Path
 
 import jupytext
@@ -60,6 +62,33 @@ def test_notebook_is_committed_without_outputs_and_has_a_quick_mode(path):
     assert 'os.environ.get("ASYNCLAB_NOTEBOOK_QUICK") == "1"' in first.source
 
 
+def _poll_replies_in_slices(client: NotebookClient, slice_seconds: float = 1.0) -> None:
+    """Wait for each cell's execute reply in slices of a second, up to the cell's timeout.
+
+    With both cores busy (the suite's other worker compiling beside the kernel), the
+    client's asyncio poll of the shell socket can miss the wake-up of a reply that has
+    arrived: measured here, notebook 02 sat after a widget cell until the whole cell
+    timeout had passed, then found the reply waiting (15 s alone, 258 s beside a process
+    multiplying matrices on both cores; 10 s there with this). A poll that ends every
+    second looks again, so a missed wake-up costs at most a second.
+    """
+    channel = client.kc.shell_channel
+    get = channel.get_msg
+
+    async def get_msg(timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_seconds if deadline is None else min(
+                slice_seconds, max(0.0, deadline - time.monotonic()))
+            try:
+                return await get(timeout=left)
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    channel.get_msg = get_msg
+
+
 @pytest.mark.slow  # five kernels, each importing JAX and compiling its studies
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes_in_quick_mode(path, monkeypatch):
@@ -71,6 +100,7 @@ def test_notebook_executes_in_quick_mode(path, monkeypatch):
     client = NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3",
                             store_widget_state=True,
                             resources={"metadata": {"path": str(FOLDER)}})
+    client.on_notebook_start = lambda notebook: _poll_replies_in_slices(client)
     client.execute()  # raises CellExecutionError, with the traceback, on an error
     errors = [o for c in nb.cells for o in c.get("outputs", ()) if o.output_type == "error"]
     assert not errors
