@@ -366,9 +366,14 @@ def prepare(
         covers the timing model, many seeds at once, SimPy elsewhere: the same traces),
         ``"simpy"`` (the reference simulator) or ``"arrays"`` (refused where it does not
         cover the model). Each trace says which made it (``trace.simulator``).
-      unroll, stepwise, pad_workers: how the replay lays out its events and workers, as
-        :func:`asynclab.replay` takes them (speed settings that share compiled programs;
-        backend ``"sim"`` only, and not in a sweep).
+      unroll: events per iteration of the replay's compiled loop (None: 1), as
+        :func:`asynclab.replay` takes it; a speed setting (backend ``"sim"`` only, and
+        not in a sweep, as the two below).
+      stepwise: replay a synchronous rule that can one local step per compiled event, so
+        that every λ shares one compiled program (see :func:`asynclab.replay`).
+      pad_workers: replay a synchronous rule on a worker axis of this many workers, so
+        that runs of different n share one compiled program (see
+        :func:`asynclab.replay`).
       backend: ``"sim"`` (the replay of simulated schedules), ``"pmap"`` (the device
         executor, one worker per device, :func:`asynclab.backends.run_devices`) or
         ``"threads"`` (free-running threads).
