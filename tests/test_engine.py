@@ -425,7 +425,7 @@ def test_stepwise_and_padding_refusals():
         replay(downpour(1e-3), beale(), round_robin_trace(2, 4), pad_workers=3)
 
 
-def test_a_prepared_run_carries_the_replays_layout():
+def test_a_prepared_run_carries_the_replays_layout(tmp_path):
     """``prepare(..., unroll=, stepwise=, pad_workers=)`` runs the replay with that layout:
     the same bits as ``replay`` given the same options, for given traces and for a
     simulated cluster (whose schedule ``run`` simulates, as ``simulate_sync`` does)."""
@@ -438,7 +438,13 @@ def test_a_prepared_run_carries_the_replays_layout():
     spec = asynclab.prepare(problem, model_averaging(1e-3, 3), traces=trace, **options,
                             **layout)
     assert (spec.unroll, spec.stepwise, spec.pad_workers) == (4, True, 5)
-    assert _same_bits(asynclab.run(spec), want)
+    got = asynclab.run(spec)
+    assert _same_bits(got, want)
+    # the result says how it was replayed (only where the layout is not the default)
+    assert got.config["layout"] == {"unroll": 4, "stepwise": True, "pad_workers": 5}
+    assert Result.load(got.save(tmp_path / "run.npz")).config["layout"] == got.config["layout"]
+    assert "layout" not in asynclab.prepare(problem, model_averaging(1e-3, 3), traces=trace,
+                                            **options).config
     simulated = asynclab.run(problem, "model_averaging", workers=3, commits=4, local_steps=3,
                              learning_rate=1e-3, **options, **layout)
     again = replay(model_averaging(1e-3, 3), problem,

@@ -500,6 +500,10 @@ def prepare(
         **({} if backend == "sim" else {"backend": backend}),
         diverged_above=diverged_above,
         simulator=simulator,
+        # a layout that is not the default: stepwise replays of λ > 1 round differently
+        # in the last bits, so a result says how it was replayed
+        **({} if unroll is None and not stepwise and pad_workers is None else
+           {"layout": {"unroll": unroll, "stepwise": stepwise, "pad_workers": pad_workers}}),
         defaults_used=(["learning_rate"] if defaulted else [])
         + (["record_every"] if record_every is None else []),
     )

@@ -397,7 +397,7 @@ CONFIG_TYPES = {
     "trace_per_seed": ("bool",), "semisync": ("dict", "null"),
     "defaults_used": ("list of text",), "grid": ("list",), "structure": ("list",),
     "backend": ("text",), "diverged_above": ("finite", "null"),
-    "record_every": ("count", "null"), "simulator": ("text",),
+    "record_every": ("count", "null"), "simulator": ("text",), "layout": ("dict",),
 }
 
 #: The members of a saved result (the writer's schema): ``seeds`` binds S, ``time`` the

@@ -15,6 +15,7 @@ from ..rules import Rule
 #: free-running threads.
 BACKENDS = ("sim", "pmap", "threads")
 
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class RunSpec:
     """An immutable description of a run: what :func:`prepare` made of its arguments.
