@@ -67,10 +67,9 @@ def _poll_replies_in_slices(client: NotebookClient, slice_seconds: float = 1.0) 
 
     With both cores busy (the suite's other worker compiling beside the kernel), the
     client's asyncio poll of the shell socket can miss the wake-up of a reply that has
-    arrived: measured here, notebook 02 sat after a widget cell until the whole cell
-    timeout had passed, then found the reply waiting (15 s alone, 258 s beside a process
-    multiplying matrices on both cores; 10 s there with this). A poll that ends every
-    second looks again, so a missed wake-up costs at most a second.
+    arrived: notebook 02 then sat after a widget cell until the whole cell timeout had
+    passed and found the reply waiting. A poll that ends every second looks again, so a
+    missed wake-up costs at most a second.
     """
     channel = client.kc.shell_channel
     get = channel.get_msg
