@@ -9,7 +9,7 @@ Rows, each command in a fresh process, interleaved so that a busy machine slows 
 alike (the table gives the median wall time):
 
 (a) asynclab trace inspect example     the shipped log (~25 kB): the fixed cost of a run
-                                       (interpreter, JAX, SciPy, the simulated staleness)
+                                       (interpreter, imports, the simulated staleness)
 (b) asynclab trace inspect LOG         the large log: end to end
 (c) read_log(LOG)                      the reader alone, timed inside one process
 (d) summarize_log(log)                 what inspect computes from the log, timed inside

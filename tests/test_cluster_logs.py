@@ -302,6 +302,65 @@ def test_fits_recover_known_distributions_within_their_standard_errors(family, t
             assert abs(best.parameters[name] - value) < 3.5 * se, (family, name, seed)
 
 
+def _scipy_fit(family, x):
+    from scipy import stats
+
+    if family == "gamma":
+        shape, _, scale = stats.gamma.fit(x, floc=0)
+        return {"shape": shape, "scale": scale}, stats.gamma(shape, scale=scale)
+    if family == "lognormal":
+        sigma, _, scale = stats.lognorm.fit(x, floc=0)
+        return {"sigma": sigma, "scale": scale}, stats.lognorm(sigma, scale=scale)
+    loc, scale = stats.expon.fit(x)
+    return {"loc": loc, "scale": scale}, stats.expon(loc=loc, scale=scale)
+
+
+@pytest.mark.parametrize("family, truth, draw, theory", CASES, ids=[c[0] for c in CASES])
+def test_fits_densities_and_draws_are_scipy_stats(family, truth, draw, theory):
+    # the oracle is scipy.stats itself: fit_distribution writes its formulas over arrays
+    for n, seed in ((20, 1), (2000, 2), (50_000, 3)):
+        x = draw(np.random.default_rng(seed), n)
+        fit = fit_distribution(x, family, bootstrap=0)
+        expected, frozen = _scipy_fit(family, x)
+        for name, value in expected.items():
+            # scipy solves the gamma shape's equation by Brent's method to ~1e-12
+            assert fit.parameters[name] == pytest.approx(value, rel=1e-11, abs=0), name
+        assert fit.log_likelihood == pytest.approx(np.sum(frozen.logpdf(x)), rel=1e-12)
+        assert fit.mean == pytest.approx(frozen.mean(), rel=1e-12)
+        ours = fit.sample(np.random.default_rng(7), (3, 5))
+        np.testing.assert_array_equal(ours, fit.frozen().rvs(size=(3, 5),
+                                                             random_state=np.random.default_rng(7)))
+    # a bootstrap's refits are scipy's fits of scipy's draws, one at a time
+    x = draw(np.random.default_rng(4), 300)
+    fit = fit_distribution(x, family, bootstrap=5, seed=9)
+    draws = fit.frozen().rvs(size=(5, 300), random_state=np.random.default_rng(9))
+    refits = [_scipy_fit(family, row)[0] for row in draws]
+    for name in fit.parameters:
+        assert fit.standard_errors[name] == pytest.approx(
+            np.std([r[name] for r in refits], ddof=1), rel=1e-9), name
+
+
+def test_digamma_and_trigamma_are_scipys():
+    from asynclab.cluster._distributions import _digamma_trigamma
+
+    a = np.concatenate([np.geomspace(1e-3, 1e6, 500), [0.5, 1.0, 1.4616321449683622, 9.999,
+                                                       10.0, 10.001]])
+    psi, trigamma = _digamma_trigamma(a)
+    expected = special.digamma(a)
+    assert np.max(np.abs(psi - expected) / np.maximum(1.0, np.abs(expected))) < 1e-14
+    np.testing.assert_allclose(trigamma, special.polygamma(1, a), rtol=1e-14)
+
+
+def test_gamma_shapes_far_from_one_are_scipys():
+    from scipy import stats
+
+    for shape in (0.05, 0.4, 40.0, 3000.0):
+        x = np.random.default_rng(0).gamma(shape, 2.0, 500)
+        fit = fit_distribution(x, "gamma", bootstrap=0)
+        assert fit.parameters["shape"] == pytest.approx(stats.gamma.fit(x, floc=0)[0],
+                                                       rel=1e-10)
+
+
 def test_fit_errors_are_config_errors():
     with pytest.raises(ConfigError, match="cannot be fitted"):
         fit_distribution([1.0, 2.0], "gamma")
@@ -395,6 +454,17 @@ def test_distances_against_plain_formulas():
     assert total_variation(p, q) == pytest.approx(0.5)
     assert wasserstein(p, q) == pytest.approx(1.0)  # everything moves by one commit
     assert wasserstein(p, p) == 0.0
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for size_p, size_q in ((1, 9), (12, 12), (30, 4)):
+        p, q = rng.random(size_p), rng.random(size_q)
+        p, q = p / p.sum(), q / q.sum()
+        width = max(size_p, size_q)
+        support = np.arange(width)
+        assert wasserstein(p, q) == pytest.approx(stats.wasserstein_distance(
+            support, support, np.pad(p, (0, width - size_p)), np.pad(q, (0, width - size_q))),
+            rel=1e-12, abs=1e-15)
 
 
 def test_a_gzip_log_whose_trailer_lies_is_refused_as_it_expands(tmp_path, monkeypatch):

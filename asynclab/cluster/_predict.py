@@ -44,12 +44,11 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
 
 def wasserstein(p: np.ndarray, q: np.ndarray) -> float:
     """Earth mover's (Wasserstein-1) distance between two histograms on τ = 0, 1, …, in
-    commits (``scipy.stats.wasserstein_distance``)."""
-    from scipy import stats  # imported when needed: it costs ~0.7 s at start-up
-
+    commits: Σ_τ |P(τ) − Q(τ)| over the cumulative distributions, as
+    ``scipy.stats.wasserstein_distance`` computes it for a support of unit steps."""
     p, q = _pad(p, q)
-    support = np.arange(p.size)
-    return float(stats.wasserstein_distance(support, support, p, q))
+    gap = np.cumsum(p) / np.sum(p) - np.cumsum(q) / np.sum(q)
+    return float(np.sum(np.abs(gap[:-1])))
 
 
 def _mean(p: np.ndarray) -> float:
