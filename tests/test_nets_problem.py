@@ -102,6 +102,7 @@ def test_pytree_result_saves_and_loads(tmp_path):
                                   result.metrics["validation_loss"])
 
 
+@pytest.mark.slow  # a net's seeded start: the quick tier keeps the replay against a plain SGD loop
 def test_random_init_is_seeded_per_run():
     problem = get_problem("digits", **OPTIONS)
     result = asynclab.run(problem, "downpour", workers=2, commits=1, seeds=[0, 1, 0],
@@ -155,6 +156,7 @@ def test_a_net_run_without_a_learning_rate_takes_the_problems_and_learns():
     assert asynclab.problems.get_problem("beale").learning_rate == 1e-3
 
 
+@pytest.mark.slow  # a record split in chunks; the quick tier keeps the metrics test above
 def test_a_record_of_a_large_net_evaluates_in_chunks_that_fit(monkeypatch):
     """A net whose record would hold more than ``RECORD_CHUNK_BYTES`` per run evaluates
     its examples in chunks (the last padded): the same loss and accuracy as the numpy

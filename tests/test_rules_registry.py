@@ -112,7 +112,7 @@ DEGENERATE = {"mixed": {"group_size": 1},
                                "outer_momentum": 0.0}}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in ("downpour", "adag", "mixed")
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in ("downpour", "mixed")
                                                else pytest.mark.slow)
                                   for n in ONE_WORKER_ASYNC])
 def test_asynchronous_rules_with_one_worker_and_one_step_are_sequential_sgd(name):
@@ -133,6 +133,7 @@ def test_agn_with_one_local_step_is_downpour():
     np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow  # a reduction between two rules; the quick tier keeps AGN's to DOWNPOUR
 def test_adag_with_infinite_gamma_is_agn():
     trace = _trace(local_steps=3)
     a = replay(adag(2e-3, 3, gamma=1e30), beale(), trace, seeds=[0, 1], noise=10.0)
@@ -143,6 +144,7 @@ def test_adag_with_infinite_gamma_is_agn():
     assert not np.allclose(c.final_params, b.final_params, atol=1e-3)  # γ matters
 
 
+@pytest.mark.slow  # a reduction between two rules; the quick tier keeps AGN's to DOWNPOUR
 def test_eamsgd_with_zero_momentum_is_asynchronous_easgd():
     trace = _trace(local_steps=4)
     kwargs = dict(seeds=[0], noise=1.0)
@@ -152,6 +154,7 @@ def test_eamsgd_with_zero_momentum_is_asynchronous_easgd():
     np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow  # a reduction between two rules; the quick tier keeps AGN's to DOWNPOUR
 def test_diloco_with_plain_outer_step_is_model_averaging():
     kwargs = dict(workers=4, commits=30, local_steps=5, seeds=[0, 1], noise=10.0,
                   learning_rate=1e-3, init="random_per_worker")
@@ -161,6 +164,7 @@ def test_diloco_with_plain_outer_step_is_model_averaging():
     np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # a reduction between two rules; the quick tier keeps AGN's to DOWNPOUR
 def test_diloco_with_one_step_and_sgd_is_synchronous_sgd():
     kwargs = dict(workers=4, commits=100, seeds=[0, 1], noise=10.0, learning_rate=1e-3)
     a = asynclab.run("beale", "diloco", inner="sgd", outer_learning_rate=1.0,
@@ -169,6 +173,7 @@ def test_diloco_with_one_step_and_sgd_is_synchronous_sgd():
     np.testing.assert_allclose(a.center_path, b.center_path, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # a reduction between two rules; the quick tier keeps AGN's to DOWNPOUR
 def test_local_sgd_is_model_averaging_and_post_local_starts_synchronous():
     kwargs = dict(workers=4, commits=30, local_steps=5, seeds=[0], noise=10.0)
     a = asynclab.run("beale", "local_sgd", **kwargs)
@@ -245,6 +250,7 @@ def test_adag_absorbs_a_stragglers_stale_update_on_beale():
     assert distance["adag"].mean() < distance["downpour"].mean()
 
 
+@pytest.mark.slow  # a comparison of three rules; the quick tier keeps ADAG's against DOWNPOUR above
 def test_dynsgd_and_adag_stay_finite_where_downpour_diverges():
     """n = 16 asynchronous workers, noisy quadratic (σ² = 1), η = 0.1."""
     trace = simulate_async(Cluster(16), commits=5000, rng=0)

@@ -232,6 +232,7 @@ def test_declarations_split_static_from_traced():
 # ------------------------------------------------------------------------ CLI
 
 
+@pytest.mark.slow  # the command-line twin of the quick tier's Python sweeps
 def test_cli_sweep_json_reports_grid_points_and_best(capsys):
     argv = ["sweep", "--rule", "downpour", "--problem", "quadratic", "--dim", "5",
             "--grid", "learning_rate=0.003,0.03", "--grid", "server_momentum=-0.3,0,0.5",
