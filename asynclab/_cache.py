@@ -15,7 +15,10 @@ Processes running at once (the test suite's workers) each get a folder of their 
 optional ``filelock`` package and a size limit are set), so a process reading a shared
 folder can read an entry another is still writing. A process folder starts with a hard
 link to every entry of the shared folder, and at the end (:func:`merge_folder`) links
-each entry it added, once checked whole, back into the shared folder.
+each entry it added, once checked whole, back into the shared folder. Such processes
+also turn off the XLA caches JAX keeps beside its own (:data:`PROCESS_ENVIRONMENT`):
+their folder's path enters every compiled program's cache key, so in a folder per
+process no key would ever be found again.
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ MIN_COMPILE_SECONDS = 0.2
 
 #: Where the process folders of a shared folder live (inside it).
 PROCESSES = ".processes"
+
+#: The environment of a process working in a :func:`process_folder`. When the persistent
+#: cache is on, JAX also points XLA's GPU autotuning cache at a folder inside it
+#: (``jax_persistent_cache_enable_xla_caches``), and that path is part of the options a
+#: program's cache key is computed from: in a folder of each process's own, every key
+#: would be new, and a second run would compile everything again. "none" names no XLA
+#: cache, so the key is the program's alone.
+PROCESS_ENVIRONMENT = {"JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none"}
 
 _WARNED: set[str] = set()
 

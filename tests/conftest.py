@@ -39,8 +39,10 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
 _SHARED_CACHE = os.environ["ASYNCLAB_TEST_CACHE"]
 _PROCESS_CACHE = None
 if _SHARED_CACHE:
-    from asynclab._cache import process_folder  # noqa: E402 (no JAX import)
+    from asynclab._cache import PROCESS_ENVIRONMENT, process_folder  # noqa: E402 (no JAX)
 
+    for _name, _value in PROCESS_ENVIRONMENT.items():  # keys that name no folder
+        os.environ.setdefault(_name, _value)
     _PROCESS_CACHE = process_folder(Path(_SHARED_CACHE),
                                     os.environ.get("PYTEST_XDIST_WORKER", "main"))
     os.environ["JAX_COMPILATION_CACHE_DIR"] = str(_PROCESS_CACHE)

@@ -79,6 +79,26 @@ def test_process_folders_start_warm_and_share_only_whole_entries(tmp_path):
     assert "b-cache" in _names(process_folder(shared, "gw2"))  # the next one starts warm
 
 
+def test_processes_in_folders_of_their_own_read_each_others_programs(tmp_path):
+    # a program compiled by one process is found by the next, in a folder of its own: the
+    # cache key names no folder (asynclab._cache.PROCESS_ENVIRONMENT)
+    from asynclab._cache import PROCESS_ENVIRONMENT, merge_folder, process_folder
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    program = ("import jax, jax.numpy as jnp; "
+               "jax.jit(lambda x: jnp.sin(x) @ x.T)(jnp.ones((3, 3))).block_until_ready()")
+    added = []
+    for name in ("gw0", "gw1"):
+        folder = process_folder(shared, name)
+        env = _env(JAX_COMPILATION_CACHE_DIR=str(folder),
+                   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", **PROCESS_ENVIRONMENT)
+        subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=120)
+        added.append(merge_folder(folder, shared))
+    assert added[0] >= 1, "the first process wrote no compiled program"
+    assert added[1] == 0  # the second read every program back
+
+
 def test_a_folder_left_by_a_killed_process_is_removed(tmp_path):
     from asynclab._cache import process_folder
 
