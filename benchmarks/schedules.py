@@ -21,8 +21,12 @@
              ``schedules`` then its replay, timed apart): replica-updates/s (seeds x
              commits / s) and their ratio (bar: >= 0.5x); the share of the schedules in
              that call, and the rate of its replay alone (the ceiling if the schedules
-             were free). For reference, one call of the same run with
-             ``simulator="simpy"`` (SimPy, seed by seed).
+             were free). Its draws alone: the step times of every seed's and worker's
+             own stream (one numpy generator each, as SimPy's are made, so that the
+             traces are SimPy's bit for bit), as many as the schedules draw; the replay
+             alone plus these draws is the ceiling of any schedule generator that runs
+             before the replay and draws SimPy's streams. For reference, one call of the
+             same run with ``simulator="simpy"`` (SimPy, seed by seed).
 
 SimPy's rates in (a)-(c) are measured on the first SIMPY_SEEDS seeds (it runs seed by
 seed, so its rate does not depend on their number). Before timing, the array traces of
@@ -58,6 +62,7 @@ from asynclab.cluster import (
     simulate_sync,
     simulate_sync_many,
 )
+from asynclab.cluster._arrays_streams import Children  # the streams the array path draws
 
 REPEATS = 3
 RUN_REPEATS = 5  # (d) moves most with the machine's load
@@ -138,6 +143,14 @@ def _run_row(seeds, commits, out):
                             seeds=seed_list, noise=1.0, progress=False)
 
     split = []  # (schedules, replay) seconds of every call
+    seed_array = np.array(seed_list)
+    per_worker = -(-commits * 11 // (10 * LOGNORMAL.workers)) + 18  # as the array path draws
+
+    def draws():  # every (seed, worker) stream, made and drawn from as the array path does
+        for k in range(LOGNORMAL.workers):
+            children = Children(seed_array, k)
+            for s in range(seeds):
+                LOGNORMAL.compute.sample(children[s], (per_worker, 1))
 
     def per_seed():  # what run(spec) does, the schedules timed apart
         start = time.perf_counter()
@@ -152,7 +165,7 @@ def _run_row(seeds, commits, out):
     a, b = shared(), per_seed()  # warm-up: compiles the replay
     assert np.isfinite(np.asarray(a.final_loss)).all() and np.isfinite(
         np.asarray(b.final_loss)).all()
-    best = _best({"shared": shared, "arrays": per_seed}, RUN_REPEATS)
+    best = _best({"shared": shared, "arrays": per_seed, "draws": draws}, RUN_REPEATS)
     updates = seeds * commits
     rate_shared, rate_arrays = updates / best["shared"], updates / best["arrays"]
     start = time.perf_counter()
@@ -172,6 +185,10 @@ def _run_row(seeds, commits, out):
         f"{fastest[0] / sum(fastest):5.0%}")
     out(f"      {'its replay alone (best)':42s} {replay_alone:11.3e} "
         f"{replay_alone / rate_shared:5.2f}x")
+    floor = updates / (updates / replay_alone + best["draws"])
+    out(f"      {'its draws alone (per-worker streams), s':42s} {best['draws']:11.3f}")
+    out(f"      {'replay alone + draws alone: the ceiling':42s} {floor:11.3e} "
+        f"{floor / rate_shared:5.2f}x")
     out(f"    {'a schedule per seed, simulator=simpy':44s} {rate_simpy:11.3e} "
         f"{rate_simpy / rate_shared:5.2f}x   (one call, compiled)")
 
