@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import platform
 import subprocess
@@ -62,7 +63,10 @@ from asynclab.cluster import (
     simulate_sync,
     simulate_sync_many,
 )
-from asynclab.cluster._arrays_streams import Children  # the streams the array path draws
+
+# the array path's own first draws (asynclab.cluster._arrays_async.run starts with them)
+from asynclab.cluster._arrays_async import _expected_phases
+from asynclab.cluster._arrays_streams import Phases
 
 REPEATS = 3
 RUN_REPEATS = 5  # (d) moves most with the machine's load
@@ -144,13 +148,12 @@ def _run_row(seeds, commits, out):
 
     split = []  # (schedules, replay) seconds of every call
     seed_array = np.array(seed_list)
-    per_worker = -(-commits * 11 // (10 * LOGNORMAL.workers)) + 18  # as the array path draws
+    steps = (1,) * LOGNORMAL.workers
+    need = _expected_phases(LOGNORMAL, steps, commits, math.inf) + 2
 
-    def draws():  # every (seed, worker) stream, made and drawn from as the array path does
-        for k in range(LOGNORMAL.workers):
-            children = Children(seed_array, k)
-            for s in range(seeds):
-                LOGNORMAL.compute.sample(children[s], (per_worker, 1))
+    def draws():  # the array path's first draws: every (seed, worker) stream, as it makes them
+        phases = Phases(LOGNORMAL, steps, seed_array, grouped=True)
+        phases.ensure(np.broadcast_to(need, (seeds, phases.units)))
 
     def per_seed():  # what run(spec) does, the schedules timed apart
         start = time.perf_counter()

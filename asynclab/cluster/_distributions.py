@@ -5,8 +5,8 @@ The estimators, densities and draws are ``scipy.stats``'s own formulas (its ``fi
 ``gamma`` and ``lognorm`` with the location fixed at 0 and for ``expon``; its ``logpdf``;
 its ``rvs``, the same NumPy draws in the same order), written over arrays of samples: a
 parametric bootstrap refits hundreds of samples in one pass instead of one ``fit`` call
-each, and a log is inspected without importing SciPy, whose import costs about as long
-as fitting a large log. ``tests/test_cluster_logs.py`` checks them against
+each, and ``asynclab trace inspect`` imports no SciPy (``benchmarks/files.py``, row (b),
+times it end to end). ``tests/test_cluster_logs.py`` checks them against
 ``scipy.stats``.
 """
 
@@ -127,8 +127,9 @@ _TRIGAMMA_SERIES = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
 def _digamma_trigamma(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """ψ(a) and ψ'(a) for a > 0, elementwise, to about float64's precision.
 
-    Written here rather than taken from ``scipy.special`` (whose import costs about a
-    tenth of a large log's whole inspection): the recurrences ψ(x) = ψ(x + 1) − 1/x and
+    Written here rather than taken from ``scipy.special``, so that fitting a log imports
+    no SciPy (``benchmarks/files.py``, row (b), measures what that import costs): the
+    recurrences ψ(x) = ψ(x + 1) − 1/x and
     ψ'(x) = ψ'(x + 1) + 1/x² carry x to 10 or more, where seven terms of the asymptotic
     series are exact to float64. ``tests/test_cluster_logs.py`` checks both against
     ``scipy.special``.
