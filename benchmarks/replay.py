@@ -46,7 +46,11 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
             ends where the replay ends. Beside the DOWNPOUR floor, the same loop in two
             other forms (the same numbers): its state laid out seeds first, as the
             replay lays it out, and written for one seed and ``vmap``-ed over the seeds,
-            as the replay runs a rule: how much of the floor's speed is its layout.
+            as the replay runs a rule: how much of the floor's speed is its layout;
+            the vmapped loop again with each seed's vector held as its two coordinates
+            (each coordinate one array over the seeds, as in the floor); and the floor
+            with the replay's per-event guard (divergence, movement, kept centre): what
+            that work costs in the floor's layout.
 (j) reduce  the workloads of (c), (h) and a small net replayed as compiled by default
             (``asynclab.engine._core.CPU_COMPILER_OPTIONS``: XLA's own loops for
             reductions) beside XLA's default on a CPU (its YNNPACK library for
@@ -547,6 +551,89 @@ def downpour_vmapped(learning_rate, noise, n_workers):
     return run
 
 
+def downpour_coordinates(learning_rate, noise, n_workers):
+    """:func:`downpour_vmapped` with a seed's vector held as its two coordinates (the
+    centre two scalars, the pulled centres two ``(n,)`` arrays): under ``vmap`` each
+    coordinate of every seed is one array with the seeds innermost, as in the floor. The
+    pulled rows are written with the replay's row writer (``_row_writer``)."""
+    from asynclab.engine._core import _row_writer
+
+    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
+
+    def one_seed(center, pulled, k0, k1, step, k):
+        x, y = pulled[0][k], pulled[1][k]
+        gx, gy = gradient(x, y)
+        zx, zy = _seeds_last_noise(k0[k], k1[k], step)
+        center = (center[0] + ((x + step_size * (gx + sigma * zx)) - x),
+                  center[1] + ((y + step_size * (gy + sigma * zy)) - y))
+        return center, tuple(_row_writer(0)(p, k, c) for p, c in zip(pulled, center, strict=True))
+
+    seeds = jax.vmap(one_seed, in_axes=(0, 0, 0, 0, None, None))
+
+    @functools.partial(jax.jit, compiler_options=_floor_options())
+    def run(worker_keys, start, order):
+        k0, k1 = (w.T for w in worker_keys)  # (S, n) each
+        center = tuple(jnp.full((k0.shape[0],), start[i]) for i in (0, 1))
+        pulled = tuple(jnp.broadcast_to(c[:, None], k0.shape) for c in center)
+        steps = jnp.zeros(n_workers, jnp.uint32)
+
+        def event(carry, k):
+            center, pulled, steps = carry
+            center, pulled = seeds(center, pulled, k0, k1, steps[k], k)
+            return (center, pulled, steps.at[k].add(1)), None
+
+        return jnp.stack(jax.lax.scan(event, (center, pulled, steps), order)[0][0])
+
+    return run
+
+
+def downpour_guarded(learning_rate, noise, n_workers):
+    """:func:`downpour_floor` with what the replay adds at every event: the divergence
+    guard (a run whose centre is not finite stops there and keeps the centre before),
+    each worker's movement of the centre (``center_share``), and the kept centre (a
+    select only at an event where a run stops). The same arithmetic, the floor's layout:
+    what the replay's per-event work costs where the layout is the floor's."""
+    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
+
+    @functools.partial(jax.jit, compiler_options=_floor_options())
+    def run(worker_keys, start, order):
+        k0, k1 = worker_keys  # (n, S) each
+        seeds = k0.shape[1]
+        center = tuple(jnp.full((seeds,), start[i]) for i in (0, 1))
+        pulled = tuple(jnp.broadcast_to(c, (n_workers, seeds)) for c in center)
+        steps = jnp.zeros(n_workers, jnp.uint32)
+        moved = jnp.zeros((n_workers, seeds), jnp.float32)
+        diverged_at = jnp.full((seeds,), -1, jnp.int32)
+        stopped = jnp.zeros((seeds,), bool)
+
+        def event(carry, event):
+            k, index = event
+            (cx, cy), (px, py), steps, moved, diverged_at, stopped, kept = carry
+            x, y = px[k], py[k]
+            gx, gy = gradient(x, y)
+            zx, zy = _seeds_last_noise(k0[k], k1[k], steps[k])
+            nx = cx + ((x + step_size * (gx + sigma * zx)) - x)
+            ny = cy + ((y + step_size * (gy + sigma * zy)) - y)
+            finite = jnp.isfinite(nx) & jnp.isfinite(ny)
+            step = jnp.sqrt(jnp.square(nx - cx) + jnp.square(ny - cy))
+            running = ~stopped
+            applied = running & finite & jnp.isfinite(step)
+            moved = moved.at[k].add(jnp.where(applied, step, jnp.float32(0)))
+            stop = running & ~finite
+            diverged_at = jnp.where(stop, index, diverged_at)
+            kept = jax.lax.cond(jnp.any(stop), lambda: (jnp.where(stop, cx, kept[0]),
+                                                        jnp.where(stop, cy, kept[1])),
+                                lambda: kept)
+            return ((nx, ny), (px.at[k].set(nx), py.at[k].set(ny)), steps.at[k].add(1),
+                    moved, diverged_at, stopped | stop, kept), None
+
+        carry = (center, pulled, steps, moved, diverged_at, stopped, center)
+        events = (order, jnp.arange(order.shape[0], dtype=jnp.int32))
+        return jnp.stack(jax.lax.scan(event, carry, events)[0][0])
+
+    return run
+
+
 def averaging_floor(learning_rate, noise, n_workers):
     """Row (h)'s workload (Beale) hand-fused: ``fn(worker_keys[n, S], starts[n, 2, S], rounds) ->
     centre[2, S]``. Round 0 starts every worker at its own start, later rounds at the
@@ -610,7 +697,9 @@ def floor_rows(quick: bool):
     _, keys = _keys_seeds_last(range(dp_seeds), N_WORKERS)
     order = jnp.asarray(trace.worker)
     layouts = {"seeds first": downpour_seeds_first(lr, NOISE, N_WORKERS),
-               "vmapped": downpour_vmapped(lr, NOISE, N_WORKERS)}
+               "vmapped": downpour_vmapped(lr, NOISE, N_WORKERS),
+               "coordinates": downpour_coordinates(lr, NOISE, N_WORKERS),
+               "guarded": downpour_guarded(lr, NOISE, N_WORKERS)}
     _, check_keys = _keys_seeds_last(range(8), N_WORKERS)
     out["layout check"] = max(float(np.max(np.abs(np.asarray(
         variant(check_keys, start, jnp.asarray(check_trace.worker))) - mine)))
@@ -797,19 +886,21 @@ def print_floors(out):
           f"commits), {out['averaging check']:.1e} (model averaging, 8 seeds x 200 rounds)")
     print(f"    DOWNPOUR Beale n={N_WORKERS} λ=1 σ²={NOISE}, {seeds:,} seeds x {commits:,} "
           f"commits (replica-updates/s; ratio to the numpy loop, 1 seed)")
-    for what in ("numpy", "engine", "floor", "seeds first", "vmapped"):
-        label = {"numpy": "numpy event loop (a)", "engine": "asynclab replay (c)",
-                 "floor": "hand-fused floor", "seeds first": "the floor laid out seeds first",
-                 "vmapped": "the floor per seed, vmapped"}[what]
+    labels = {"numpy": "numpy event loop (a)", "engine": "asynclab replay (c)",
+              "floor": "hand-fused floor", "seeds first": "the floor laid out seeds first",
+              "vmapped": "the floor per seed, vmapped",
+              "coordinates": "... vmapped, coordinates apart",
+              "guarded": "the floor + the replay's guard"}
+    for what, label in labels.items():
         ratio = rates[what] / rates["numpy"]
         if what == "engine":
             mark = _floor_mark(rates, "the floor")
-        elif what in ("seeds first", "vmapped"):
+        elif what in ("seeds first", "vmapped", "coordinates", "guarded"):
             mark = f"   {rates[what] / rates['floor']:.2f}x the floor"
         else:
             mark = ""
         print(f"      {label:30} {rates[what]:12.4g} {ratio:8.3g}x{mark}")
-    print(f"      (the two layouts of the floor's loop end where it ends to "
+    print(f"      (the other forms of the floor's loop end where it ends to "
           f"{out['layout check']:.1e}: the same arithmetic)")
     seeds, rounds = out["averaging size"]
     rates = out["averaging"]
