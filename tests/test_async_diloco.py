@@ -100,6 +100,7 @@ def test_delayed_nesterov_with_period_one_is_optax_nesterov_bit_for_bit():
         np.testing.assert_array_equal(dn.extra.momentum, naive.extra[0].trace)
 
 
+@pytest.mark.slow  # a reduction between two rules; the quick tier keeps the numpy transcription
 def test_one_step_sgd_inner_plain_outer_step_is_downpour_bit_for_bit():
     """H = 1, SGD inner, ε = 1, β = 0: θ̃ − 1·(θ̃_pull − θᵏ + 0) adds exactly what DOWNPOUR
     adds (x − y = −(y − x) in IEEE arithmetic), so the numbers are the same bits."""

@@ -56,6 +56,7 @@ def _log(times_per_worker, **extra) -> StepLog:
 # ------------------------------------------------------------------ round trip
 
 
+@pytest.mark.slow  # real threads on two devices end to end; the parts are quick-tier tests
 def test_threads_run_to_log_to_replay_reproduces_the_run(tmp_path):
     """Real free-running threads -> long CSV -> the simulator replays the same order, the
     same pulls and times, and the engine the same numbers."""

@@ -21,6 +21,7 @@ def _entries(folder):
     return sorted(p.name for p in folder.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow  # two command-line processes; the quick tier keeps the folders' test
 def test_a_second_run_compiles_nothing_new(tmp_path):
     folder = tmp_path / "cache"
     env = _env(ASYNCLAB_COMPILE_CACHE=str(folder),

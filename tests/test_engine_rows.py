@@ -113,7 +113,8 @@ def test_a_nets_batch_draws_are_the_batches_of_their_steps(count):
 
 
 @pytest.mark.parametrize("name, learning_rate, noise, case", [
-    ("downpour", 1e-3, 1.0, "finite"),                   # every run finite
+    pytest.param("downpour", 1e-3, 1.0, "finite",        # every run finite (the mixed
+                 marks=pytest.mark.slow),                 # case has finite runs too)
     ("downpour", 6e-3, 400.0, "mixed"),                  # some runs diverge, some not
     pytest.param("model_averaging", 2e-2, 2500.0, "each its own",  # every run diverges,
                  marks=pytest.mark.slow),                            # each apart

@@ -35,7 +35,10 @@ def _same_trace(a, b):
 # ------------------------------------------------------------------ no failures: the plain run
 
 
-@pytest.mark.parametrize("server_time", [0.0, 0.3, ComputeTime("exponential", mean=0.2)])
+# the quick tier: a distributed server time; the slow tier no server and a constant one
+@pytest.mark.parametrize("server_time", [pytest.param(0.0, marks=pytest.mark.slow),
+                                         pytest.param(0.3, marks=pytest.mark.slow),
+                                         ComputeTime("exponential", mean=0.2)])
 def test_no_failure_in_the_run_is_the_plain_run_bit_for_bit(server_time):
     """Churn whose first failure comes long after the run, and a schedule whose only
     outage does too: the trace is the plain one (workers' and the server's draws are
@@ -321,6 +324,7 @@ def test_availability_refusals_on_the_cluster_and_the_simulators():
 # ---------------------------------------------------------------------------- command line
 
 
+@pytest.mark.slow  # the command line's twin of the API's failures tests above
 def test_cli_failures_file_and_churn(tmp_path, capsys):
     import json
 

@@ -274,7 +274,8 @@ def test_batches_cover_each_shard_once_per_epoch(shards):
         assert not np.array_equal(stream[:length], stream[length:2 * length])
 
 
-@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("replace", [False,  # with replacement: the slow tier
+                                     pytest.param(True, marks=pytest.mark.slow)])
 def test_batches_are_a_pure_function_of_key_worker_step(shards, replace):
     index, lengths = jnp.asarray(shards.index), jnp.asarray(shards.lengths)
 

@@ -223,11 +223,12 @@ def _numpy_cnn(params, x, kernel, padding, pool, hidden):
     return z @ np.asarray(params["dense"]["w"], np.float64) + np.asarray(params["dense"]["b"])
 
 
+# the quick tier: each padding and each pool once; the slow tier two more kernel sizes
 @pytest.mark.parametrize("kernel,padding,pool,shape", [
     (5, "valid", "max", (16, 16, 1)),
     (5, "same", "avg", (9, 11, 2)),
-    (2, "same", "max", (8, 8, 1)),
-    (1, "valid", "avg", (6, 6, 3)),
+    pytest.param(2, "same", "max", (8, 8, 1), marks=pytest.mark.slow),
+    pytest.param(1, "valid", "avg", (6, 6, 3), marks=pytest.mark.slow),
 ])
 def test_cnn_options_forward_matches_numpy(kernel, padding, pool, shape):
     model = cnn(shape, (4, 6), 10, kernel=kernel, padding=padding, pool=pool, hidden=(12,))

@@ -66,10 +66,18 @@ def test_replay_equals_a_plain_sgd_loop_on_the_same_batches():
                                        params[layer][name], rtol=2e-5, atol=2e-6)
 
 
-def test_metrics_are_the_centres_validation_accuracy_and_loss():
+@pytest.fixture(scope="module")
+def agn_run():
+    """A small AGN run of an MLP on digits, two seeds, five records (one compilation,
+    shared by the tests that read it; they run in one process, see their group)."""
     problem = get_problem("digits", **OPTIONS)
-    result = asynclab.run(problem, "agn", workers=2, commits=40, local_steps=2,
-                          learning_rate=0.05, seeds=[0, 1], record_every=10)
+    return asynclab.run(problem, "agn", workers=2, commits=40, local_steps=2,
+                        learning_rate=0.05, seeds=[0, 1], record_every=10)
+
+
+@pytest.mark.xdist_group("nets_agn_run")
+def test_metrics_are_the_centres_validation_accuracy_and_loss(agn_run):
+    result = agn_run
     assert set(result.metrics) == {"validation_loss", "accuracy"}
     assert result.metrics["accuracy"].shape == result.loss.shape == (2, 5)
     data = load_dataset("digits", seed=0)
@@ -90,10 +98,9 @@ def test_metrics_are_the_centres_validation_accuracy_and_loss():
     assert np.all(np.diff(result.metrics["validation_loss"], axis=1) < 0)
 
 
-def test_pytree_result_saves_and_loads(tmp_path):
-    problem = get_problem("digits", **OPTIONS)
-    result = asynclab.run(problem, "downpour", workers=2, commits=10, seeds=[0, 1],
-                          learning_rate=0.05)
+@pytest.mark.xdist_group("nets_agn_run")
+def test_pytree_result_saves_and_loads(tmp_path, agn_run):
+    result = agn_run
     back = Result.load(result.save(tmp_path / "net"))
     np.testing.assert_array_equal(back.final_accuracy, result.final_accuracy)
     np.testing.assert_array_equal(back.final_params["layer1"]["w"],
@@ -113,6 +120,7 @@ def test_random_init_is_seeded_per_run():
     assert np.std(w[0]) == pytest.approx(np.sqrt(2 / 64), rel=0.1)  # He: N(0, 2/fan_in)
 
 
+@pytest.mark.slow  # the command line's twin of the API's metrics test above
 def test_cli_json_carries_final_accuracy_per_seed(capsys):
     code = main(["run", "--problem", "digits", "--model", "mlp:16", "--rule", "agn",
                  "--workers", "2", "--local-steps", "2", "--commits", "20",

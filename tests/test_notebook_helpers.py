@@ -206,6 +206,7 @@ def test_one_worker_and_plain_addition_apply_every_commit_in_full():
                         round_robin_trace(2, 3))
 
 
+@pytest.mark.slow  # the notebooks (the slow tier) compare rules with it end to end
 def test_rules_are_compared_on_one_schedule():
     results = compare_rules(["downpour", "dynsgd"], problem="beale", workers=3, commits=60,
                             learning_rate=1e-3, progress=False)

@@ -56,7 +56,8 @@ def test_normal_falls_back_for_other_dtypes():
 # the quick tier: a window of vectors and windows of scalars; the slow tier every shape
 @pytest.mark.parametrize("count,shape", [
     (4, (2,)), pytest.param(1, (2,), marks=pytest.mark.slow),
-    pytest.param(1, (3, 2), marks=pytest.mark.slow), (1, ()), (5, ())])
+    pytest.param(1, (3, 2), marks=pytest.mark.slow), (1, ()),
+    pytest.param(5, (), marks=pytest.mark.slow)])
 def test_window_is_per_step_draws_under_nested_vmap(count, shape):
     keys = jax.random.split(jax.random.key(5), 6).reshape(2, 3)
     starts = jnp.array([[0, 5, 9], [100, 7, 2**20]], jnp.int32)
@@ -70,11 +71,15 @@ def test_window_is_per_step_draws_under_nested_vmap(count, shape):
     assert np.array_equal(shared[1], ref[0, 1])
 
 
+# the quick tier: an asynchronous window and a synchronous one; the slow tier the rules
+# whose local work stops early or changes length
 @pytest.mark.parametrize("name,hp", [
     ("downpour", {"local_steps": 5}),
     ("model_averaging", {"local_steps": 1}),
-    ("easgd", {"local_steps": 6, "elasticity": 2.0, "early_stop": True}),
-    ("post_local_sgd", {"local_steps": 4, "warmup_rounds": 3}),
+    pytest.param("easgd", {"local_steps": 6, "elasticity": 2.0, "early_stop": True},
+                 marks=pytest.mark.slow),
+    pytest.param("post_local_sgd", {"local_steps": 4, "warmup_rounds": 3},
+                 marks=pytest.mark.slow),
 ])
 def test_windowed_local_work_equals_per_step_noise(name, hp):
     """A problem's gradient lets local work draw the window at once; a plain function

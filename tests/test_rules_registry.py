@@ -112,8 +112,8 @@ DEGENERATE = {"mixed": {"group_size": 1},
                                "outer_momentum": 0.0}}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in ("downpour", "mixed")
-                                               else pytest.mark.slow)
+# the quick tier: a mixed cluster's; DOWNPOUR's is test_engine.py's (against SGD by hand)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "mixed" else pytest.mark.slow)
                                   for n in ONE_WORKER_ASYNC])
 def test_asynchronous_rules_with_one_worker_and_one_step_are_sequential_sgd(name):
     """On Beale's function with σ² = 10, η = 2e-3, 300 commits and seeds 0 and 1, the
@@ -189,6 +189,7 @@ def test_local_sgd_is_model_averaging_and_post_local_starts_synchronous():
     assert rounds[12:].mean() > 3 * rounds[:9].mean()  # later rounds take ~λ× longer
 
 
+@pytest.mark.slow  # one rule's option; the quick tier keeps EASGD's rules through QUICK's
 def test_easgd_early_stop_skips_local_work_at_equilibrium():
     """The thesis's test ‖η g‖ − ‖α (θᵏ − θ̃)‖ < η stops a round's local work."""
     import jax

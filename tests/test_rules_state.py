@@ -55,7 +55,8 @@ def test_every_declared_option_that_adds_state_adds_it():
             assert _state_size(with_) > _state_size(without), (name, option)
 
 
-@pytest.mark.parametrize("option", ["worker_momentum", "server_momentum"])
+@pytest.mark.parametrize("option", ["worker_momentum",  # the server's: the slow tier
+                                    pytest.param("server_momentum", marks=pytest.mark.slow)])
 def test_a_momentum_of_zero_computes_what_no_momentum_computes(option):
     """μ = 0 with a buffer adds 0·m: the same numbers as no buffer (a noisy DOWNPOUR on
     a quadratic, 4 workers with a random schedule)."""

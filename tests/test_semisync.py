@@ -329,7 +329,9 @@ def _masked_rounds(start, counted, late, learning_rate, local_steps, shares=Fals
     return (center, moved / moved.sum()) if shares else center
 
 
-@pytest.mark.parametrize("late", ["discard", "stale"])
+# the quick tier: stale work; discarded work's replay meets the same numpy rounds in
+# test_replay_of_a_trace_with_failures_is_the_masked_replay
+@pytest.mark.parametrize("late", [pytest.param("discard", marks=pytest.mark.slow), "stale"])
 def test_replay_of_masked_rounds_matches_numpy(late):
     n, lam, lr = 4, 3, 1e-4
     rng = np.random.default_rng(5)

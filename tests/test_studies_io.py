@@ -34,6 +34,7 @@ def test_every_study_config_and_data_round_trip(name, tmp_path):
             assert saved[key] == value
 
 
+@pytest.mark.slow  # a figure's quick build (the slow tier builds every figure's)
 def test_a_figure_writes_the_data_it_drew(tmp_path):
     data = load_figure("staleness").main(quick=True, out=tmp_path)
     saved, config = studies.load(tmp_path / "data" / "staleness.npz")

@@ -80,6 +80,7 @@ def test_every_sweep_point_is_the_run_with_those_values():
                                        rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.slow  # two features the quick tier checks apart: sweeps and per-seed traces
 def test_sweep_of_a_synchronous_rule_with_trace_per_seed():
     grid = {"elasticity": [0.5, 2.0]}
     kwargs = dict(workers=3, commits=30, noise=1.0, local_steps=2, learning_rate=0.02,
