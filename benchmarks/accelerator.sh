@@ -38,7 +38,7 @@ JAX_LOG_COMPILES=1 timeout "${STEPWISE_SECONDS:-120}" "$py" benchmarks/replay.py
   --mc full --mc-stepwise on 2>"$out/compiles-stepwise.txt" | tee "$out/replay-stepwise.txt"
 grep -c "Finished XLA compilation" "$out/compiles-stepwise.txt" \
   | sed 's/^/XLA compilations: /' | tee -a "$out/replay-stepwise.txt"
-timeout "${NETS_SECONDS:-120}" "$py" benchmarks/nets.py --seeds 32,1024 2>&1 | tee "$out/nets.txt"
+timeout "${NETS_SECONDS:-180}" "$py" benchmarks/nets.py --seeds 32,1024 2>&1 | tee "$out/nets.txt"
 # 1,024 seeds of the peer's CNN need ~108 GB at once (60 MB of state and 45 MB of
 # temporaries each): replayed 256 at a time (the plain-JAX rows, all seeds at once, are skipped)
 timeout "${PEERS_SECONDS:-150}" "$py" benchmarks/peers.py --seeds 1,1024 \
