@@ -103,12 +103,15 @@ def main(argv=None):
     ks = jnp.asarray([k for k, _ in order], jnp.int32)
     ss = jnp.asarray([s for _, s in order], jnp.int32)
 
-    def rows_of(seed):
-        _, keys = seed_keys(seed, n)
-        return jax.vmap(lambda k, s: batch_indices(shards.index, shards.lengths, keys[k], k,
-                                                   s, batch))(ks, ss)
+    def batch_of(keys, k, s):
+        return batch_indices(shards.index, shards.lengths, keys[k], k, s, batch)
 
-    rows_of = jax.jit(rows_of)
+    def draw_rows(seed):
+        """The batches of every commit of seed ``seed``, drawn in one vectorised pass."""
+        _, keys = seed_keys(seed, n)
+        return jax.vmap(lambda k, s: batch_of(keys, k, s))(ks, ss)
+
+    rows_of = jax.jit(draw_rows)
     x = jnp.asarray(data.x_train.reshape(len(data.y_train), -1))
     y = jnp.asarray(data.y_train)
     grad = jax.grad(model_loss(mlp(784, (256,), 10)))
@@ -124,9 +127,6 @@ def main(argv=None):
             g = grad(p, x[r], y[r])
             return jax.tree.map(lambda a, b: a - lr * b, p, g), None
         return jax.lax.scan(step, params, rows)[0]
-
-    def batch_of(keys, k, s):
-        return batch_indices(shards.index, shards.lengths, keys[k], k, s, batch)
 
     def downpour_loop(rows_of_commit, events):
         """16 copies and a centre; ``rows_of_commit(event)``: the commit's batch."""
@@ -150,9 +150,7 @@ def main(argv=None):
 
     def downpour_drawn_first(seed):
         """The batches of all commits drawn in one vectorised pass, then the loop."""
-        _, keys = seed_keys(seed, n)
-        rows = jax.vmap(lambda k, s: batch_of(keys, k, s))(ks, ss)
-        return downpour_given(seed, rows)
+        return downpour_given(seed, draw_rows(seed))
 
     def downpour_given(seed, rows):
         """The loop alone, reading batches drawn before the call."""
@@ -164,7 +162,7 @@ def main(argv=None):
              "batches given (draws not timed)": downpour_given}
     hand_one = {name: floor_jit(f) for name, f in forms.items()}
     hand_many = {name: floor_jit(jax.vmap(f)) for name, f in forms.items()}
-    rows_many = jax.jit(jax.vmap(rows_of))
+    rows_many = jax.jit(jax.vmap(draw_rows))
 
     # the hand loop and the replay compute the same run: the same centre
     rows0 = rows_of(0)

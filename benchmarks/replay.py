@@ -462,30 +462,43 @@ def _floor_terms(learning_rate, noise):
     return beale_gradient_xy, np.float32(np.sqrt(noise)), np.float32(-learning_rate)
 
 
+def _floor_start(start, seeds: int, n_workers: int):
+    """The DOWNPOUR floor's state before the first commit: ``(centre, pulled centres,
+    step counts)``, each coordinate an array with the seeds last."""
+    center = tuple(jnp.full((seeds,), start[i]) for i in (0, 1))
+    pulled = tuple(jnp.broadcast_to(c, (n_workers, seeds)) for c in center)
+    return center, pulled, jnp.zeros(n_workers, jnp.uint32)
+
+
+def _floor_commit(terms, worker_keys, state, k):
+    """Worker ``k``'s commit in the DOWNPOUR floor: its gradient at the centre it pulled
+    plus its step's noise moves the centre by ``(θ − η g) − θ`` (the replay's arithmetic),
+    and it pulls the new centre."""
+    gradient, sigma, step_size = terms
+    k0, k1 = worker_keys
+    (cx, cy), (px, py), steps = state
+    x, y = px[k], py[k]
+    gx, gy = gradient(x, y)
+    zx, zy = _seeds_last_noise(k0[k], k1[k], steps[k])
+    cx = cx + ((x + step_size * (gx + sigma * zx)) - x)
+    cy = cy + ((y + step_size * (gy + sigma * zy)) - y)
+    return (cx, cy), (px.at[k].set(cx), py.at[k].set(cy)), steps.at[k].add(1)
+
+
 def downpour_floor(learning_rate, noise, n_workers):
     """Row (c)'s workload (Beale) hand-fused: ``fn(worker_keys[n, S], start[2], order[T]) ->
     centre[2, S]``. Worker k's step s draws ``normal(fold_in(key, s), (2,))``; the commit
     adds ``(θ − η g) − θ`` to the centre (the replay's arithmetic) and the worker pulls."""
-    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
+    terms = _floor_terms(learning_rate, noise)
 
     @functools.partial(jax.jit, compiler_options=_floor_options())
     def run(worker_keys, start, order):
-        k0, k1 = worker_keys  # (n, S) each
-        seeds = k0.shape[1]
-        center = tuple(jnp.full((seeds,), start[i]) for i in (0, 1))
-        pulled = tuple(jnp.broadcast_to(c, (n_workers, seeds)) for c in center)
-        steps = jnp.zeros(n_workers, jnp.uint32)
+        state = _floor_start(start, worker_keys[0].shape[1], n_workers)
 
-        def event(carry, k):
-            (cx, cy), (px, py), steps = carry
-            x, y = px[k], py[k]
-            gx, gy = gradient(x, y)
-            zx, zy = _seeds_last_noise(k0[k], k1[k], steps[k])
-            cx = cx + ((x + step_size * (gx + sigma * zx)) - x)
-            cy = cy + ((y + step_size * (gy + sigma * zy)) - y)
-            return ((cx, cy), (px.at[k].set(cx), py.at[k].set(cy)), steps.at[k].add(1)), None
+        def event(state, k):
+            return _floor_commit(terms, worker_keys, state, k), None
 
-        return jnp.stack(jax.lax.scan(event, (center, pulled, steps), order)[0][0])
+        return jnp.stack(jax.lax.scan(event, state, order)[0][0])
 
     return run
 
@@ -593,27 +606,22 @@ def downpour_guarded(learning_rate, noise, n_workers):
     each worker's movement of the centre (``center_share``), and the kept centre (a
     select only at an event where a run stops). The same arithmetic, the floor's layout:
     what the replay's per-event work costs where the layout is the floor's."""
-    gradient, sigma, step_size = _floor_terms(learning_rate, noise)
+    terms = _floor_terms(learning_rate, noise)
 
     @functools.partial(jax.jit, compiler_options=_floor_options())
     def run(worker_keys, start, order):
-        k0, k1 = worker_keys  # (n, S) each
-        seeds = k0.shape[1]
-        center = tuple(jnp.full((seeds,), start[i]) for i in (0, 1))
-        pulled = tuple(jnp.broadcast_to(c, (n_workers, seeds)) for c in center)
-        steps = jnp.zeros(n_workers, jnp.uint32)
+        seeds = worker_keys[0].shape[1]
+        state = _floor_start(start, seeds, n_workers)
         moved = jnp.zeros((n_workers, seeds), jnp.float32)
         diverged_at = jnp.full((seeds,), -1, jnp.int32)
         stopped = jnp.zeros((seeds,), bool)
 
         def event(carry, event):
             k, index = event
-            (cx, cy), (px, py), steps, moved, diverged_at, stopped, kept = carry
-            x, y = px[k], py[k]
-            gx, gy = gradient(x, y)
-            zx, zy = _seeds_last_noise(k0[k], k1[k], steps[k])
-            nx = cx + ((x + step_size * (gx + sigma * zx)) - x)
-            ny = cy + ((y + step_size * (gy + sigma * zy)) - y)
+            state, moved, diverged_at, stopped, kept = carry
+            (cx, cy) = state[0]
+            state = _floor_commit(terms, worker_keys, state, k)
+            nx, ny = state[0]
             finite = jnp.isfinite(nx) & jnp.isfinite(ny)
             step = jnp.sqrt(jnp.square(nx - cx) + jnp.square(ny - cy))
             running = ~stopped
@@ -624,12 +632,11 @@ def downpour_guarded(learning_rate, noise, n_workers):
             kept = jax.lax.cond(jnp.any(stop), lambda: (jnp.where(stop, cx, kept[0]),
                                                         jnp.where(stop, cy, kept[1])),
                                 lambda: kept)
-            return ((nx, ny), (px.at[k].set(nx), py.at[k].set(ny)), steps.at[k].add(1),
-                    moved, diverged_at, stopped | stop, kept), None
+            return (state, moved, diverged_at, stopped | stop, kept), None
 
-        carry = (center, pulled, steps, moved, diverged_at, stopped, center)
+        carry = (state, moved, diverged_at, stopped, state[0])
         events = (order, jnp.arange(order.shape[0], dtype=jnp.int32))
-        return jnp.stack(jax.lax.scan(event, carry, events)[0][0])
+        return jnp.stack(jax.lax.scan(event, carry, events)[0][0][0])
 
     return run
 
