@@ -182,9 +182,12 @@ def check() -> None:
 
 def _try_in_a_child(flags: str, unknown: list[str]) -> None:
     probe = "import jax; jax.devices()"
+    # on the CPU alone, which always starts: a platform this machine lacks is
+    # JAX_PLATFORMS's fault, told by _try_platforms, not the flags'
+    environment = dict(os.environ, JAX_PLATFORMS="cpu")
     try:
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120, env=environment)
     except (OSError, subprocess.TimeoutExpired):
         return  # cannot tell; JAX will say what it says
     if done.returncode == 0:

@@ -135,6 +135,19 @@ def test_output_to_a_full_disk_is_one_line(children):
                            "device)\n")
 
 
+def test_a_good_xla_flag_beside_a_platform_this_machine_lacks_passes(monkeypatch):
+    # an unknown flag is tried in a child on the CPU alone: the missing platform is
+    # JAX_PLATFORMS's to name (a row of tests/test_bad_inputs.py), not the flag's
+    monkeypatch.setenv("JAX_PLATFORMS", "nosuchplatform")
+    for flags, refused in (("--xla_backend_optimization_level=2", False), ("--bogus", True)):
+        monkeypatch.setenv("XLA_FLAGS", flags)
+        if refused:
+            with pytest.raises(asynclab.ConfigError, match="--bogus"):
+                _environment._try_in_a_child(flags, flags.split())
+        else:
+            _environment._try_in_a_child(flags, flags.split())  # no ConfigError
+
+
 @pytest.mark.slow
 def test_the_command_line_runs_in_every_environment_it_translates(tmp_path):
     """Whole runs in fresh processes: an ASCII-only terminal, JAX_PLATFORMS=CPU, an unknown
