@@ -38,20 +38,26 @@ _PARITY = np.uint32(0x1BD11BDA)
 
 
 def _rotate_left(x, d: int):
-    return (x << _U32(d)) | (x >> _U32(32 - d))
+    return lax.bitwise_or(lax.shift_left(x, np.uint32(d)),
+                          lax.shift_right_logical(x, np.uint32(32 - d)))
 
 
 def threefry2x32(k0, k1, x0, x1):
-    """The Threefry-2x32 block function (20 rounds), element-wise on uint32 arrays."""
-    ks = (k0, k1, k0 ^ k1 ^ _PARITY)
-    x0 = x0 + k0
-    x1 = x1 + k1
+    """The Threefry-2x32 block function (20 rounds), element-wise on uint32 arrays.
+
+    Written in ``lax`` operations with NumPy constants: the same arithmetic as
+    ``jax.numpy``'s operators, without their promotion and conversion of every constant,
+    which made tracing the 20 rounds a large part of compiling a replay."""
+    k0, k1, x0, x1 = jnp.broadcast_arrays(*(jnp.asarray(v, _U32) for v in (k0, k1, x0, x1)))
+    ks = (k0, k1, lax.bitwise_xor(lax.bitwise_xor(k0, k1), lax.full_like(k0, _PARITY)))
+    x0 = lax.add(x0, k0)
+    x1 = lax.add(x1, k1)
     for i in range(5):
         for r in _ROTATIONS[i % 2]:
-            x0 = x0 + x1
-            x1 = x0 ^ _rotate_left(x1, r)
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + _U32(i + 1)
+            x0 = lax.add(x0, x1)
+            x1 = lax.bitwise_xor(x0, _rotate_left(x1, r))
+        x0 = lax.add(x0, ks[(i + 1) % 3])
+        x1 = lax.add(lax.add(x1, ks[(i + 2) % 3]), lax.full_like(x1, np.uint32(i + 1)))
     return x0, x1
 
 

@@ -355,43 +355,64 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     def chunk(carry: Carry, worker_keys, events, values, first):
         values = dict(values)
         diverged_above = values.pop(DIVERGED_ABOVE_VALUE)
-        batch, held_once = carry.diverged_at.shape[0], False
+        batch = carry.diverged_at.shape[0]
         size = sum(leaf.size for leaf in jax.tree.leaves(carry.center)) // batch
-        alone = shared and batch == 1 and size >= ALONE_MIN_PARAMETERS
-        if alone:  # one run: no vmap (see _one_run); the batch axis goes, and comes back
-            per_run, loss_of, evaluate_of = event, loss, evaluate
+        if shared and batch == 1 and size >= ALONE_MIN_PARAMETERS:
+            # one run: no vmap (see _one_run); the batch axis goes, and comes back
             carry, worker_keys, values, diverged_above = _one_run(
                 (carry, worker_keys, values, diverged_above))
-        elif shared:
-            per_run, held_once = _shared_steps(event, batched, carry, worker_keys, events,
-                                               values, arrays)
-            loss_of, evaluate_of = batched_loss, batched_evaluate
-            if held_once:
-                carry = carry._replace(workers=carry.workers._replace(
-                    steps=carry.workers.steps[0]))
+            carry, out = replay(event, loss, evaluate, True, carry, worker_keys, events,
+                                values, diverged_above, first)
+            return jax.tree.map(lambda x: x[None], (carry, out))  # (1, blocks + 1, ...)
+        if shared:
+            held, one = _shared_steps(event, carry, arrays)
+            try:  # the event is traced once, with the counts held once ...
+                carry_held, out = replay(held, batched_loss, batched_evaluate, False, one,
+                                         worker_keys, events, values, diverged_above, first)
+            except ValueError:  # ... unless vmap finds them batched: then they are per run
+                pass
+            else:  # back to one count per run
+                steps = jnp.broadcast_to(carry_held.workers.steps,
+                                         (batch,) + carry_held.workers.steps.shape)
+                return carry_held._replace(workers=carry_held.workers._replace(steps=steps)), out
         else:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
-            per_run, loss_of, evaluate_of = batched, batched_loss, batched_evaluate
             events = tuple(jnp.moveaxis(a, 0, 2) for a in events)
+        return replay(batched, batched_loss, batched_evaluate, False, carry, worker_keys,
+                      events, values, diverged_above, first)
+
+    def replay(per_run, loss_of, evaluate_of, alone: bool, carry, worker_keys, events, values,
+               diverged_above, first):
+        """The chunk's events with ``per_run`` (the event of a run, or of a batch), and its
+        records: ``(carry, (value, center, paths, metrics))``, records batch first unless
+        ``alone``."""
+        # the output shapes of the block and of the measurement, from their own traces:
+        # lax.cond traces its true branch first, so the false one (no_block, unmeasured)
+        # finds them at hand; were they not, it traces the true branch for its shapes
+        traced, measured = [], []
 
         def run_block(carry, block_events):
             def step(carry, e):
                 after, stop, path = per_run(carry, worker_keys, *e, values)
                 return _keep_centers(carry, after, stop), (path if record_paths else None)
 
-            return jax.lax.scan(step, carry, block_events,
-                                unroll=min(unroll, block_events[0].shape[0]))
+            out = jax.lax.scan(step, carry, block_events,
+                               unroll=min(unroll, block_events[0].shape[0]))
+            traced.append(_shapes(out[1]))
+            return out
 
         def no_block(carry, block_events):
-            if not record_paths:  # nothing to shape (tracing the block again costs)
+            if not record_paths:  # nothing to shape
                 return carry, None
-            shapes = jax.eval_shape(run_block, carry, block_events)[1]
+            shapes = traced[0] if traced else jax.eval_shape(run_block, carry, block_events)[1]
             return carry, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
         def measure(center):
-            return loss_of(center), (None if evaluate is None else evaluate_of(center))
+            out = loss_of(center), (None if evaluate is None else evaluate_of(center))
+            measured.append(_shapes(out))
+            return out
 
         def unmeasured(center):
-            shapes = jax.eval_shape(measure, center)
+            shapes = measured[0] if measured else jax.eval_shape(measure, center)
             return jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
 
         def iteration(carry, i):
@@ -425,15 +446,17 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
         value, center, paths, metrics = out
         paths = None if paths is None else paths[1:]  # iteration 0 ran no events
         out = (value, center, paths, metrics)
-        if alone:  # records (blocks + 1, ...) -> (1, blocks + 1, ...)
-            return jax.tree.map(lambda x: x[None], (carry, out))
-        if held_once:  # back to one count per run
-            steps = jnp.broadcast_to(carry.workers.steps, (batch,) + carry.workers.steps.shape)
-            carry = carry._replace(workers=carry.workers._replace(steps=steps))
+        if alone:
+            return carry, out
         # records (blocks + 1, B, ...) -> (B, blocks + 1, ...)
         return carry, jax.tree.map(lambda x: jnp.moveaxis(x, 1, 0), out)
 
     return chunk
+
+
+def _shapes(tree):
+    """``tree``'s shapes and dtypes (``jax.ShapeDtypeStruct``s), tracers or not."""
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
 
 
 #: A replay of one run with at least this many parameters runs its events as written,
@@ -455,31 +478,26 @@ def _one_run(tree):
     return jax.tree.map(lambda a: a[0], tree)
 
 
-def _shared_steps(event, batched, carry: Carry, worker_keys, events, values, arrays: int):
-    """``(per_run, held_once)``: the event ``vmap``-ed over a batch that shares one event
-    sequence, with the workers' local step counts held once for the batch (their first
-    run's, the same in every run: they start at 0 and advance with the shared events)
-    where the rule's counts do not depend on the run (every rule of the catalogue), else
-    ``batched``, the counts per run.
+def _shared_steps(event, carry: Carry, arrays: int):
+    """``(held, one)``: the event ``vmap``-ed over a batch that shares one event sequence,
+    with the workers' local step counts held once for the batch (their first run's, the
+    same in every run: they start at 0 and advance with the shared events), and ``carry``
+    with its counts held so.
 
     The counts select each step's mini-batch; held per run, they make every
     data-dependent branch of the batch draw (``batch_indices``: a second epoch's
     permutation only where a batch reaches into it) a select that computes both sides
     for every run at every event. Held once, the branch stays a branch. Where a rule's
     counts do depend on the run (a traced hyperparameter deciding how many steps a
-    worker takes), tracing says so and the counts stay per run.
+    worker takes), tracing ``held`` raises vmap's ValueError and the chunk keeps the
+    counts per run (:func:`chunk_runner`), with the same numbers.
     """
     one = carry._replace(workers=carry.workers._replace(steps=carry.workers.steps[0]))
     axes = jax.tree.map(lambda _: 0, carry)
     axes = axes._replace(workers=axes.workers._replace(steps=None))
     held = jax.vmap(event, in_axes=(axes, 0) + (None,) * arrays + (0,),
                     out_axes=(axes, 0, 0))
-    first = jax.tree.map(lambda e: e[0, 0], events)
-    try:
-        jax.eval_shape(held, one, worker_keys, *first, values)
-    except ValueError:  # vmap: the counts come out batched, so they are per run
-        return batched, False
-    return held, True
+    return held, one
 
 
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
