@@ -12,11 +12,14 @@ import queue
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jupytext
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+if TYPE_CHECKING:
+    from nbclient import NotebookClient
+# jupytext, nbformat and nbclient are imported by the tests that use them: jupytext takes
+# seconds to import (its schema validator), which every test process paid at collection
 
 # Jupyter kernels started at the same moment by two xdist workers stall one of them for
 # minutes (seen on the 2-core machine): every test that starts a kernel (this file and the
@@ -38,6 +41,8 @@ def test_the_notebooks_are_there():
 
 @pytest.mark.parametrize("path", TEXTS, ids=[p.stem for p in TEXTS])
 def test_every_text_notebook_has_its_ipynb_in_sync(path):
+    import jupytext
+
     pair = path.with_suffix(".ipynb")
     assert pair.exists(), f"{path.name} has no {pair.name}; run jupytext --sync {path.name}"
     text, notebook = jupytext.read(path), jupytext.read(pair)
@@ -52,6 +57,8 @@ def test_every_text_notebook_has_its_ipynb_in_sync(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_is_committed_without_outputs_and_has_a_quick_mode(path):
+    import nbformat
+
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), \
@@ -91,6 +98,9 @@ def _poll_replies_in_slices(client: NotebookClient, slice_seconds: float = 1.0) 
 @pytest.mark.slow  # five kernels, each importing JAX and compiling its studies
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes_in_quick_mode(path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
     monkeypatch.setenv("ASYNCLAB_NOTEBOOK_QUICK", "1")
     # the kernel imports this checkout's asynclab
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
