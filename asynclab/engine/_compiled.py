@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 
 import jax
-import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 
@@ -21,7 +20,7 @@ from ._core import (
 )
 from ._events import _initial_carry, chunk_runner
 from ._kinds import EVENT_KINDS, Layout
-from ._layout import _over_runs, compiler_options
+from ._layout import _over_runs
 
 #: the compiled initial states and chunk replays (studies may replay several
 #: configurations from threads at once: each cache builds a key once)
@@ -115,97 +114,9 @@ def _initial_carry_batch(rule, problem, kind: str, layout: Layout, workers: int,
                                    count, counts)
             return carry, worker_keys
 
-        if len(layout.devices) > 1:
-            return _CompiledOnce(_over_runs(jax.vmap(initial), layout.devices, (True, True)))
-        return _ConstantsApart(jax.vmap(initial), layout.devices[0].platform)
+        return _CompiledOnce(_over_runs(jax.vmap(initial), layout.devices, (True, True)))
 
     return _INITIAL.get(key, build, keep=(rule, problem))
-
-
-class _ConstantsApart:
-    """A program whose outputs that depend on no input (most of an initial state: zero
-    counts and clocks, an optimizer's zero moments, the start copied to every worker)
-    are computed outside it, op by op, at every call.
-
-    XLA's CPU backend compiles every output it writes as a kernel of its own, about ten
-    milliseconds each, and most of an initial state is such constants: the compiled
-    program keeps only the outputs that depend on the seeds and values (the keys, random
-    starts, a net's drawn weights), and the constants are JAX's own operations run one at
-    a time, whose small programs JAX keeps for every later call of the same shape. They
-    are computed anew at each call, as the whole program would write them, since the
-    replay donates its state to its loop. Per input layout (shapes and dtypes), the
-    first call runs under a lock, as :class:`_CompiledOnce`'s."""
-
-    def __init__(self, fn, platform: str):
-        self.fn, self.platform = fn, platform
-        self._lock = threading.Lock()
-        self._plans = {}
-
-    def __call__(self, *args):
-        flat, tree = jax.tree.flatten(args)
-        layout = (tree, tuple((tuple(np.shape(x)), str(getattr(x, "dtype", type(x))))
-                              for x in flat))
-        plan = self._plans.get(layout)
-        if plan is None:
-            with self._lock:
-                plan = self._plans.get(layout) or self._plan(tree, flat)
-                self._plans[layout] = plan
-        program, outvars, consts, constant_eqns, varying, out_tree = plan
-        values = _evaluate(constant_eqns, dict(consts))
-        leaves = [None if i in varying else jnp.asarray(_value(v, values), v.aval.dtype)
-                  for i, v in enumerate(outvars)]
-        for i, value in zip(varying, program([c for _, c in consts], *flat), strict=True):
-            leaves[i] = value
-        return jax.tree.unflatten(out_tree, leaves)
-
-    def _plan(self, tree, flat):
-        closed, shapes = jax.make_jaxpr(
-            lambda *xs: self.fn(*jax.tree.unflatten(tree, xs)), return_shape=True)(*flat)
-        jaxpr = closed.jaxpr
-        constant_eqns, depends = _constant_part(jaxpr)
-        varying = [i for i, v in enumerate(jaxpr.outvars) if _var(v) and v in depends]
-
-        def run(consts, *xs):
-            out = jax.core.eval_jaxpr(jaxpr, consts, *xs)
-            return [out[i] for i in varying]
-
-        program = jax.jit(run, compiler_options=compiler_options(self.platform))
-        return (program, jaxpr.outvars, tuple(zip(jaxpr.constvars, closed.consts, strict=True)),
-                constant_eqns, varying, jax.tree.structure(shapes))
-
-
-def _var(v) -> bool:
-    return not isinstance(v, jax.extend.core.Literal)
-
-
-def _value(v, values):
-    return values[v] if _var(v) else v.val
-
-
-def _constant_part(jaxpr):
-    """``(equations, depends)``: the equations of ``jaxpr`` that compute its outputs
-    that depend on none of its inputs, in order, and the variables that do depend on an
-    input (an equation with effects counts as an input)."""
-    depends = set(jaxpr.invars)
-    for eqn in jaxpr.eqns:
-        if eqn.effects or any(_var(v) and v in depends for v in eqn.invars):
-            depends.update(eqn.outvars)
-    needed = {v for v in jaxpr.outvars if _var(v) and v not in depends}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(v in needed for v in eqn.outvars):
-            kept.append(eqn)
-            needed.update(v for v in eqn.invars if _var(v))
-    return tuple(reversed(kept)), depends
-
-
-def _evaluate(eqns, values: dict) -> dict:
-    """``values`` (variable -> array) with the outputs of ``eqns``, run in order."""
-    for eqn in eqns:
-        out = eqn.primitive.bind(*(_value(v, values) for v in eqn.invars), **eqn.params)
-        values.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out],
-                          strict=True))
-    return values
 
 
 #: the entry of a chunk's traced values that holds σ (see :func:`traced_noise`)
