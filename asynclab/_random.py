@@ -5,7 +5,7 @@ Every local step of every worker draws its gradient noise from
 ``normal(fold_in(key, step), shape)``. ``jax.random`` computes the Threefry-2x32 hash
 behind both with a primitive that XLA's CPU backend lowers as a rolled loop, which
 cannot fuse with the arithmetic around it; at 10⁵ worker-steps per event that hash is
-most of a replay's time. Here the same hash is written in ``jax.numpy`` operations, so
+most of a replay's time. Here the same hash is written in element-wise ``lax`` operations, so
 XLA fuses it with the gradient into one loop, and the numbers are the same bits as
 ``jax.random.fold_in`` / ``jax.random.normal`` (tested). Keys stay ordinary typed
 ``jax.random`` keys.
