@@ -117,14 +117,14 @@ def uniform(key, shape=()):
     raw = jax.random.key_data(key)
     count = lax.iota(_U32, math.prod(shape)).reshape(shape)
     y0, y1 = threefry2x32(raw[0], raw[1], jnp.zeros(shape, _U32), count)
-    one = lax.bitcast_convert_type(((y0 ^ y1) >> _U32(9)) | _U32(0x3F800000), jnp.float32)
+    one = lax.bitcast_convert_type(((y0 ^ y1) >> np.uint32(9)) | np.uint32(0x3F800000), jnp.float32)
     return lax.max(np.float32(0), (one - np.float32(1)) * np.float32(1) + np.float32(0))
 
 
 def _normal_from_bits(bits):
     """``jax.random.normal``'s transform: uniform on [nextafter(−1, 0), 1) from the 23
     mantissa bits, then √2·erfinv."""
-    one = lax.bitcast_convert_type((bits >> _U32(9)) | _U32(0x3F800000), jnp.float32)
+    one = lax.bitcast_convert_type((bits >> np.uint32(9)) | np.uint32(0x3F800000), jnp.float32)
     low = np.nextafter(np.float32(-1), np.float32(0))
     u = jnp.maximum(low, (one - np.float32(1)) * (np.float32(1) - low) + low)
     return np.float32(np.sqrt(2)) * lax.erf_inv(u)
@@ -166,7 +166,7 @@ def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
         def one_step(raw, start):  # the key words sliced inside: they fuse into the loop
             return _step_rows(raw[:, 0], raw[:, 1], start, size)
 
-        either = (raw[0, 0] & _U32(1)) == 0  # any predicate XLA cannot fold will do
+        either = (raw[0, 0] & np.uint32(1)) == 0  # any predicate XLA cannot fold will do
         z = lax.cond(either, one_step, one_step, raw, start)  # [size, m]
         return z.T.reshape((m, 1) + shape)
     k0, k1 = raw[:, 0], raw[:, 1]

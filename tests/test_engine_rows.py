@@ -100,6 +100,25 @@ def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypa
                                       err_msg=key)
 
 
+def test_a_compilation_traces_the_event_once():
+    # the counts held once are tried in the chunk's one trace (no probe before it), and
+    # the no-events and unmeasured branches take the shapes the events' branch traced
+    rule = asynclab.rules.make_rule("downpour", learning_rate=1e-3)
+    local, calls = rule.local, []
+
+    def counted(*args):
+        calls.append(1)
+        return local(*args)
+
+    rule = rule._replace(local=counted, structure=None)
+    problem = asynclab.problems.beale()._replace()  # its programs are compiled here
+    trace = schedule(rule, Cluster(4), commits=40, rng=1)
+    result = replay(rule, problem, trace, seeds=range(2), noise=1.0, record_every=10,
+                    progress=False)
+    assert result.center_path is not None  # the no-events branch shaped the paths
+    assert len(calls) == 1
+
+
 @pytest.mark.parametrize("count", [pytest.param(1, marks=pytest.mark.slow), 5])
 def test_a_nets_batch_draws_are_the_batches_of_their_steps(count):
     # a net's local work draws the batches of its λ steps at once (one step alone, more
