@@ -64,13 +64,15 @@ def _run_dependent_counts(rule):
     return rule._replace(local=counted, structure=None)
 
 
-@pytest.mark.parametrize("name", ["downpour", pytest.param("easgd", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["dynsgd", pytest.param("easgd", marks=pytest.mark.slow)])
 def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypatch):
-    # a rule whose counts might differ between runs keeps a count per run; the numbers
-    # are the catalogue rule's, whose counts the batch holds once. Each compilation tries
-    # the counts held once; vmap refuses them (a ValueError) for the per-run rule.
+    # a rule whose counts might differ between runs keeps its counters (step counts,
+    # pulled clocks, the server's clock) per run; the numbers are the catalogue rule's,
+    # whose counters the batch holds once (DynSGD's commits read the clocks: τ = c − c_pull).
+    # Each compilation tries the counters held once; vmap refuses them (a ValueError) for
+    # the per-run rule.
     held = []
-    decide = _events._shared_steps
+    decide = _events._shared_counts
 
     def observed(*args):
         event, one = decide(*args)
@@ -85,7 +87,7 @@ def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypa
 
         return watched, one
 
-    monkeypatch.setattr(_events, "_shared_steps", observed)
+    monkeypatch.setattr(_events, "_shared_counts", observed)
     rule = asynclab.rules.make_rule(name, learning_rate=1e-3)
     # a problem object of its own: its programs are compiled (and traced) here
     problem = asynclab.problems.beale()._replace()

@@ -365,16 +365,14 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
                                 values, diverged_above, first)
             return jax.tree.map(lambda x: x[None], (carry, out))  # (1, blocks + 1, ...)
         if shared:
-            held, one = _shared_steps(event, carry, arrays)
+            held, one = _shared_counts(event, carry, arrays)
             try:  # the event is traced once, with the counts held once ...
                 carry_held, out = replay(held, batched_loss, batched_evaluate, False, one,
                                          worker_keys, events, values, diverged_above, first)
             except ValueError:  # ... unless vmap finds them batched: then they are per run
                 pass
-            else:  # back to one count per run
-                steps = jnp.broadcast_to(carry_held.workers.steps,
-                                         (batch,) + carry_held.workers.steps.shape)
-                return carry_held._replace(workers=carry_held.workers._replace(steps=steps)), out
+            else:  # back to counts per run
+                return _per_run_counts(carry_held, batch), out
         else:  # (B, blocks, k, ...) -> (blocks, k, B, ...): loops slice leading axes
             events = tuple(jnp.moveaxis(a, 0, 2) for a in events)
         return replay(batched, batched_loss, batched_evaluate, False, carry, worker_keys,
@@ -478,26 +476,48 @@ def _one_run(tree):
     return jax.tree.map(lambda a: a[0], tree)
 
 
-def _shared_steps(event, carry: Carry, arrays: int):
-    """``(held, one)``: the event ``vmap``-ed over a batch that shares one event sequence,
-    with the workers' local step counts held once for the batch (their first run's, the
-    same in every run: they start at 0 and advance with the shared events), and ``carry``
-    with its counts held so.
+#: The integer counters of a rule's states that a batch sharing one event sequence holds
+#: once (:func:`_shared_counts`): ``(state, field)``, the carry's ``workers`` or ``server``.
+COUNTS = (("workers", "steps"), ("workers", "pulled_clock"), ("server", "clock"))
 
-    The counts select each step's mini-batch; held per run, they make every
+
+def _map_counts(carry: Carry, fn) -> Carry:
+    """``carry`` with ``fn(value)`` for each of its :data:`COUNTS` (those it has)."""
+    states = {"workers": carry.workers, "server": carry.server}
+    for state, field in COUNTS:
+        value = getattr(states[state], field, None)
+        if value is not None:
+            states[state] = states[state]._replace(**{field: fn(value)})
+    return carry._replace(**states)
+
+
+def _shared_counts(event, carry: Carry, arrays: int):
+    """``(held, one)``: the event ``vmap``-ed over a batch that shares one event sequence,
+    with the rule's integer counters (:data:`COUNTS`: the workers' local step counts and
+    pulled clocks, the server's clock) held once for the batch (their first run's, the
+    same in every run: they start at 0 and advance with the shared events), and
+    ``carry`` with its counters held so.
+
+    The step counts select each step's mini-batch; held per run, they make every
     data-dependent branch of the batch draw (``batch_indices``: a second epoch's
     permutation only where a batch reaches into it) a select that computes both sides
-    for every run at every event. Held once, the branch stays a branch. Where a rule's
-    counts do depend on the run (a traced hyperparameter deciding how many steps a
-    worker takes), tracing ``held`` raises vmap's ValueError and the chunk keeps the
-    counts per run (:func:`chunk_runner`), with the same numbers.
+    for every run at every event. Held once, the branch stays a branch, and the clocks'
+    updates are one number each instead of one per run. Where a rule's counters do
+    depend on the run (a traced hyperparameter deciding how many steps a worker takes),
+    tracing ``held`` raises vmap's ValueError and the chunk keeps them per run
+    (:func:`chunk_runner`), with the same numbers.
     """
-    one = carry._replace(workers=carry.workers._replace(steps=carry.workers.steps[0]))
-    axes = jax.tree.map(lambda _: 0, carry)
-    axes = axes._replace(workers=axes.workers._replace(steps=None))
+    one = _map_counts(carry, lambda value: value[0])
+    axes = _map_counts(jax.tree.map(lambda _: 0, carry), lambda _: None)
     held = jax.vmap(event, in_axes=(axes, 0) + (None,) * arrays + (0,),
                     out_axes=(axes, 0, 0))
     return held, one
+
+
+def _per_run_counts(carry: Carry, batch: int) -> Carry:
+    """``carry`` (counters held once, :func:`_shared_counts`) with a copy for each of the
+    ``batch`` runs."""
+    return _map_counts(carry, lambda value: jnp.broadcast_to(value, (batch,) + value.shape))
 
 
 def _initial_carry(rule: Rule, problem: Problem, key, n_workers: int, init: str,
