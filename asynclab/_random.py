@@ -156,7 +156,7 @@ def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
     size = math.prod(shape)
     if count == 1 and size > 1:
         # one step: every component of every row in one loop, inside a conditional whose
-        # two branches are this same draw. XLA does not fuse across a conditional, so the
+        # other branch is never taken. XLA does not fuse across a conditional, so the
         # draw stays a loop of its own along the long row axis, which XLA's CPU backend
         # vectorises and splits across cores. Left to fuse, it lands in its consumer (on
         # model averaging a reduction over the workers, the short parameter axis last) as
@@ -166,8 +166,13 @@ def _window_rows(raw, start, count: int, shape: tuple[int, ...]):
         def one_step(raw, start):  # the key words sliced inside: they fuse into the loop
             return _step_rows(raw[:, 0], raw[:, 1], start, size)
 
-        either = (raw[0, 0] & np.uint32(1)) == 0  # any predicate XLA cannot fold will do
-        z = lax.cond(either, one_step, one_step, raw, start)  # [size, m]
+        def never(raw, start):  # an empty branch: the draw compiles once, not twice
+            return jnp.zeros((size, m), jnp.float32)
+
+        # true for every key (x | 1 is odd), but XLA does not fold it, which keeps the
+        # conditional; were it ever folded, the draw would fuse, with the same numbers
+        always = (raw[0, 0] | np.uint32(1)) != 0
+        z = lax.cond(always, one_step, never, raw, start)  # [size, m]
         return z.T.reshape((m, 1) + shape)
     k0, k1 = raw[:, 0], raw[:, 1]
     _, z = lax.scan(lambda _, j: (None, _step_rows(k0, k1, start + j, size)), None,

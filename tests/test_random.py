@@ -71,6 +71,21 @@ def test_window_is_per_step_draws_under_nested_vmap(count, shape):
     assert np.array_equal(shared[1], ref[0, 1])
 
 
+def test_one_steps_draw_compiles_once_and_stays_a_loop_of_its_own():
+    # a step's draw of a vector sits in a conditional whose other branch is empty: the
+    # hash and its transform appear once in the program, and XLA keeps the conditional
+    # (it cannot tell that its predicate always holds), so the draw does not fuse into
+    # its consumer
+    keys = jax.random.split(jax.random.key(5), 8)
+    draw = jax.jit(jax.vmap(lambda k, s: 2.0 * _random.normal_window(k, s, 1, (2,))))
+    lowered = draw.lower(keys, jnp.arange(8, dtype=jnp.int32))
+    assert lowered.as_text().count("erf_inv") == 1
+    assert "conditional(" in lowered.compile().as_text()
+    got = draw(keys, jnp.arange(8, dtype=jnp.int32))
+    ref = jnp.stack([2.0 * per_step(k, s, 1, (2,)) for s, k in enumerate(keys)])
+    np.testing.assert_array_equal(got, ref)
+
+
 # the quick tier: an asynchronous window and a synchronous one; the slow tier the rules
 # whose local work stops early or changes length
 @pytest.mark.parametrize("name,hp", [
