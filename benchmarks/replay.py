@@ -58,9 +58,9 @@ compute times, Gaussian gradient noise of variance σ² = NOISE in every variant
             is the same bits alone and among the other seeds of the launch. CPU only.
 
 Every rate is the best of 3 repeats (``time.perf_counter``; row (i)'s of
-``FLOOR_REPEATS``), the repeats of the rows compared with each other interleaved. Before timing, the script
-checks that (a), driven by the trace's worker order instead of its heap with σ² = 0,
-ends at the same centre as (b).
+``FLOOR_REPEATS``), the repeats of the rows compared with each other interleaved. Before
+timing, the script checks that (a), driven by the trace's worker order instead of its heap
+with σ² = 0, ends at the same centre as (b).
 """
 
 from __future__ import annotations

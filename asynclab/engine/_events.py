@@ -482,12 +482,12 @@ COUNTS = (("workers", "steps"), ("workers", "pulled_clock"), ("server", "clock")
 
 
 def _map_counts(carry: Carry, fn) -> Carry:
-    """``carry`` with ``fn(value)`` for each of its :data:`COUNTS` (those it has)."""
+    """``carry`` with ``fn`` applied to every leaf of its :data:`COUNTS` (those it has)."""
     states = {"workers": carry.workers, "server": carry.server}
     for state, field in COUNTS:
         value = getattr(states[state], field, None)
         if value is not None:
-            states[state] = states[state]._replace(**{field: fn(value)})
+            states[state] = states[state]._replace(**{field: jax.tree.map(fn, value)})
     return carry._replace(**states)
 
 
