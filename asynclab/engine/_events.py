@@ -91,20 +91,31 @@ def credit_movement(moved, step, applied, worker_id=None, mask=None) -> jax.Arra
                              jnp.float32(0))
 
 
-def _stepped(carry: Carry, server, workers, active, index,
-             worker_id=None, mask=None) -> tuple[Carry, jax.Array]:
-    """An event's result and the divergence guard, for one seed: ``(carry, stop)``.
+class Ending(NamedTuple):
+    """How an event ends runs, for one run or a batch: ``stop``, it ends the run (the
+    first event that diverges or is padding); ``diverges``, its centre is not finite
+    (:func:`run_ends`)."""
 
-    A live event (real, and the run not ended) whose centre is not finite marks the run
-    as diverged there. ``stop`` is true at the event that ends the run (the first that
-    diverges or is padding): the caller then keeps the centre from before it
-    (:func:`_keep_centers`). No select over the states: they run on.
+    stop: jax.Array
+    diverges: jax.Array
+
+
+def _stepped(carry: Carry, server, workers, active, index,
+             worker_id=None, mask=None) -> tuple[Carry, Ending]:
+    """An event's result and how it ends runs, for one seed: ``(carry, ending)``.
+
+    The carry takes the event's states and movement; whether the run ends here is in
+    ``ending`` (:func:`run_ends`), which :func:`end_runs` applies after the event to the
+    batch: the centre kept from before it, ``diverged_at``, ``stopped``. No select over
+    the states: they run on.
 
     Where the carry has ``moved`` (asynchronous rules), an event that the run applies
     (live, with a finite centre and a finite movement) adds its movement to the entry of
     the committing ``worker_id`` (one scatter-add), or (a semi-synchronous round, its
     ``mask`` of the workers that counted) :func:`round_movement`; any other adds 0.
+    ``index`` is the event's; :func:`end_runs` reads it.
     """
+    del index
     running = ~carry.stopped
     moved = carry.moved
     if moved is None:
@@ -113,24 +124,33 @@ def _stepped(carry: Carry, server, workers, active, index,
         finite, step = finite_and_movement(carry.server.center, server.center)
         applied = running & active & finite & jnp.isfinite(step)
         moved = credit_movement(moved, step, applied, worker_id, mask)
-    stop, diverged_at = divergence_guard(running, finite, active, index, carry.diverged_at)
-    return carry._replace(server=server, workers=workers, diverged_at=diverged_at,
-                          stopped=carry.stopped | stop, moved=moved), stop
+    return (carry._replace(server=server, workers=workers, moved=moved),
+            Ending(*run_ends(running, finite, active)))
+
+
+def run_ends(running, finite, active, padding_ends: bool = True):
+    """``(stop, diverges)`` of one event of one run (or element-wise of a batch).
+
+    A live event (the run ``running``, the event ``active``) whose centre is not
+    ``finite`` diverges. ``stop`` is true at the event that ends the run: that one, or
+    (``padding_ends``, the replay: its shorter traces end in inactive padding) the first
+    inactive one.
+    """
+    live = running & active
+    diverges = live & ~finite
+    ends = running & ~active if padding_ends else jnp.asarray(False)
+    return ends | diverges, diverges
 
 
 def divergence_guard(running, finite, active, index, diverged_at, padding_ends: bool = True):
-    """The divergence guard of one event of one run: ``(stop, diverged_at)``; the replay's
-    and the device executor's, so that both report the same event and the same centre.
-
-    A live event (the run ``running``, the event ``active``) whose centre is not
-    ``finite`` marks the run as diverged at ``index``. ``stop`` is true at the event that
-    ends the run: that one, or (``padding_ends``, the replay: its shorter traces end in
-    inactive padding) the first inactive one. The caller keeps the centre from before a
-    stop (:func:`keep_center`, a select once per run) and lets the states run on.
+    """The divergence guard of one event of one run: ``(stop, diverged_at)``, from
+    :func:`run_ends` as the replay's :func:`end_runs`, so that the replay and the device
+    executor report the same event and the same centre: a run that diverges is marked
+    at ``index``. The caller keeps the centre from before a stop (:func:`keep_center`, a
+    select once per run) and lets the states run on.
     """
-    live = running & active
-    ends = running & ~active if padding_ends else jnp.asarray(False)
-    return ends | (live & ~finite), jnp.where(live & ~finite, index, diverged_at)
+    stop, diverges = run_ends(running, finite, active, padding_ends)
+    return stop, jnp.where(diverges, index, diverged_at)
 
 
 def keep_center(stop, before, kept):
@@ -150,13 +170,24 @@ def _batched_select(keep, new, old):
     return jax.tree.map(leaf, new, old)
 
 
-def _keep_centers(before: Carry, after: Carry, stop) -> Carry:
-    """``after``, keeping ``before``'s centre for the runs that stop at this event.
+def end_runs(before: Carry, after: Carry, ending: Ending, index) -> Carry:
+    """``after`` (an event's result, :func:`_stepped`) with the runs that ``ending``
+    stops ended: their centre the one from ``before`` the event, ``stopped`` set, and
+    ``diverged_at`` the event's ``index`` where the run diverges.
 
-    On a batch of runs, the select over the centres happens only at an event where one
-    of them stops (``lax.cond`` on the whole batch): once per run, not at every event.
+    For one run or a batch (a leading axis). All three change only at an event where a
+    run stops (``lax.cond`` on the whole batch): once per run, not at every event, where
+    they are neither read nor written.
     """
-    return after._replace(center=keep_center(stop, before.server.center, before.center))
+    def end():
+        return (_batched_select(ending.stop, before.server.center, before.center),
+                jnp.where(ending.diverges, index, before.diverged_at),
+                before.stopped | ending.stop)
+
+    center, diverged_at, stopped = jax.lax.cond(
+        jnp.any(ending.stop), end, lambda: (before.center, before.diverged_at,
+                                            before.stopped))
+    return after._replace(center=center, diverged_at=diverged_at, stopped=stopped)
 
 
 def reported_center(carry: Carry):
@@ -166,15 +197,16 @@ def reported_center(carry: Carry):
 
 def _commit(rule, gradient):
     """One commit of one seed, also returning the exchange's
-    :class:`~asynclab.rules.ExchangeInfo`: ``(carry, stop, local params, info)``."""
+    :class:`~asynclab.rules.ExchangeInfo`: ``(carry, ending, local params, info)``, the
+    carry before :func:`end_runs`."""
 
     def commit(carry: Carry, worker_keys, worker_id, active, index):
         before = row(carry.workers, worker_id)
         worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
         server, worker_after, info = rule.exchange(carry.server, worker)
         workers = put_row(carry.workers, worker_id, worker_after)
-        carry, stop = _stepped(carry, server, workers, active, index, worker_id)
-        return carry, stop, worker.params, info
+        carry, ending = _stepped(carry, server, workers, active, index, worker_id)
+        return carry, ending, worker.params, info
 
     return commit
 
@@ -184,8 +216,8 @@ def asynchronous_event(rule, gradient):
     commit = _commit(rule, gradient)
 
     def event(carry: Carry, worker_keys, worker_id, active, index):
-        carry, stop, params, _ = commit(carry, worker_keys, worker_id, active, index)
-        return carry, stop, params
+        carry, ending, params, _ = commit(carry, worker_keys, worker_id, active, index)
+        return carry, ending, params
 
     return event
 
@@ -204,7 +236,7 @@ def rejoining_event(rule, gradient):
     commit = _commit(rule, gradient)
 
     def event(carry: Carry, worker_keys, worker_id, active, index, rejoin):
-        carry, stop, params, _ = commit(carry, worker_keys, worker_id, active, index)
+        carry, ending, params, _ = commit(carry, worker_keys, worker_id, active, index)
         server = carry.server
 
         def pull(workers, k):
@@ -218,7 +250,7 @@ def rejoining_event(rule, gradient):
             # taken only at a rejoin; one schedule per run: a select
             workers = jax.lax.cond(w >= 0, pull, lambda ws, k: ws, workers,
                                    jnp.maximum(w, 0))
-        return carry._replace(workers=workers), stop, params
+        return carry._replace(workers=workers), ending, params
 
     return event
 
@@ -258,8 +290,8 @@ def masked_event(rule, gradient, n_workers, stale: bool):
         del count  # the mask holds real workers only
         server, workers, local_params = rounds(carry.server, carry.workers, worker_keys,
                                                ids, worker_id)
-        carry, stop = _stepped(carry, server, workers, active, index, mask=worker_id)
-        return carry, stop, local_params
+        carry, ending = _stepped(carry, server, workers, active, index, mask=worker_id)
+        return carry, ending, local_params
 
     return masked
 
@@ -297,8 +329,8 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
             del worker_id
             server, workers, local_params = all_workers(carry.server, carry.workers,
                                                         worker_keys, ids, count)
-            carry, stop = _stepped(carry, server, workers, active, index)
-            return carry, stop, local_params
+            carry, ending = _stepped(carry, server, workers, active, index)
+            return carry, ending, local_params
 
         return event
 
@@ -318,8 +350,8 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
         server, after = jax.lax.cond(
             worker_id > 0, lambda: exchange_all(carry.server, workers, ids, count),
             lambda: (carry.server, workers._replace(pulled_center=carry.workers.pulled_center)))
-        carry, stop = _stepped(carry, server, after, active, index)
-        return carry, stop, workers.params
+        carry, ending = _stepped(carry, server, after, active, index)
+        return carry, ending, workers.params
 
     return stepped
 
@@ -339,8 +371,9 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
     marked before the first event); the workers' paths are those of the blocks.
 
     ``event(carry, worker_keys, worker_id, active, index, values)`` is one event of one
-    run; the loop over events runs outside its ``vmap`` over the batch, so that the
-    divergence guard's select happens only where a run stops (:func:`_keep_centers`).
+    run, returning ``(carry, ending, local params)``; the loop over events runs outside
+    its ``vmap`` over the batch and applies the endings there (:func:`end_runs`), so that
+    the divergence guard's select happens only where a run stops.
     ``shared``: one event sequence for the batch (else one per batch element, ``(B,
     blocks, k)``). ``arrays``: event arrays per event (3: worker, active, index; 4 with
     the rejoins of a trace with failures, :func:`rejoining_event`). ``unroll``: events
@@ -390,8 +423,8 @@ def chunk_runner(event, loss, record_paths: bool, evaluate=None, unroll: int = 1
 
         def run_block(carry, block_events):
             def step(carry, e):
-                after, stop, path = per_run(carry, worker_keys, *e, values)
-                return _keep_centers(carry, after, stop), (path if record_paths else None)
+                after, ending, path = per_run(carry, worker_keys, *e, values)
+                return end_runs(carry, after, ending, e[2]), (path if record_paths else None)
 
             out = jax.lax.scan(step, carry, block_events,
                                unroll=min(unroll, block_events[0].shape[0]))

@@ -20,7 +20,7 @@ from ._core import (
     seed_keys_batch,
     select,
 )
-from ._events import _commit, _initial_carry, keep_center
+from ._events import _commit, _initial_carry, end_runs
 from ._replay import _check_seeds, _checked_inputs
 
 
@@ -69,10 +69,9 @@ def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
         carry = _initial_carry(rule, problem, init_key, n, "start")
 
         def step(carry, event):
-            after, stop, _, info = commit(carry, worker_keys, event[0], jnp.bool_(True),
-                                          event[1])
-            return after._replace(center=keep_center(stop, carry.server.center,
-                                                     carry.center)), info
+            after, ending, _, info = commit(carry, worker_keys, event[0], jnp.bool_(True),
+                                            event[1])
+            return end_runs(carry, after, ending, event[1]), info
 
         carry, info = jax.lax.scan(step, carry, (order, index))
         return select(carry.stopped, carry.center, carry.server.center), carry.diverged_at, info
