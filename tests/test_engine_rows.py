@@ -1,7 +1,8 @@
 """The replay's per-event bookkeeping in its cheap forms: a worker's row written with one
-dynamic update slice under ``vmap``, the workers' step counts held once for a batch that
-shares its schedule, a net's batch draws without ``vmap`` over its steps, a run alone
-without ``vmap`` at all. Each must compute what the general form computes."""
+dynamic update slice under ``vmap``, the rule's counters (step counts, clocks) held once
+for a batch that shares its schedule, a net's batch draws without ``vmap`` over its
+steps, a run alone without ``vmap`` at all. Each must compute what the general form
+computes."""
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +77,10 @@ def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypa
 
     def observed(*args):
         event, one = decide(*args)
+        # every counter is held without its batch axis: the clock a number, the workers'
+        # counters one per worker
+        assert one.server.clock.ndim == 0
+        assert one.workers.steps.ndim == one.workers.pulled_clock.ndim == 1
         held.append(True)
 
         def watched(*a):
@@ -100,6 +105,31 @@ def test_step_counts_per_run_give_the_numbers_of_counts_held_once(name, monkeypa
     for key in ("loss", "final_params", "diverged_at", "center_path", "center_share"):
         np.testing.assert_array_equal(getattr(per_run, key), getattr(held_once, key),
                                       err_msg=key)
+
+
+def test_counters_that_start_unequal_across_runs_are_refused():
+    # a batch over one schedule holds its counters once, from its first run: a rule whose
+    # counters start per seed (here the step counts, from each seed's random start) would
+    # give every run the first one's, so it is refused before its events run
+    rule = asynclab.rules.make_rule("downpour", learning_rate=1e-3)
+    init_worker = rule.init_worker
+
+    def uneven(center, server):
+        worker = init_worker(center, server)
+        return worker._replace(steps=worker.steps + (center[0] > 0).astype(worker.steps.dtype))
+
+    problem = asynclab.problems.beale()._replace()
+    trace = schedule(rule, Cluster(4), commits=20, rng=1)
+    starts = replay(rule, problem, trace, seeds=range(8), init="random", record_every=20,
+                    progress=False).center_path[:, 0, 0]
+    assert (starts > 0).any() and (starts <= 0).any()  # the seeds start on both sides
+    rule = rule._replace(init_worker=uneven, structure=None)
+    with pytest.raises(asynclab.ConfigError, match=r"counters workers\.steps start at "
+                                                   "different values"):
+        replay(rule, problem, trace, seeds=range(8), init="random", record_every=20,
+               progress=False)
+    # one seed alone, or every seed on a schedule of its own, holds nothing once
+    replay(rule, problem, trace, seeds=[3], init="random", progress=False)
 
 
 def test_a_compilation_traces_the_event_once():

@@ -547,6 +547,22 @@ def _shared_counts(event, carry: Carry, arrays: int):
     return held, one
 
 
+def unequal_counts(carry: Carry, host) -> list[str]:
+    """The :data:`COUNTS` (``"state.field"``) whose values differ between the runs of a
+    batch's ``carry`` (read with ``host``, a device array to NumPy): a batch that shares
+    one schedule holds its counters once, from its first run (:func:`_shared_counts`),
+    which is right only where every run starts them alike."""
+    unequal = []
+    for state, field in COUNTS:
+        value = getattr(getattr(carry, state), field, None)
+        for leaf in jax.tree.leaves(value):
+            leaf = host(leaf)
+            if not (leaf == leaf[:1]).all():
+                unequal.append(f"{state}.{field}")
+                break
+    return unequal
+
+
 def _per_run_counts(carry: Carry, batch: int) -> Carry:
     """``carry`` (counters held once, :func:`_shared_counts`) with a copy for each of the
     ``batch`` runs."""

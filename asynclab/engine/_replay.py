@@ -375,6 +375,13 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
     if drawn > axis:  # the first rows of a longer draw are the draw (worker keys, starts)
         carry = carry._replace(workers=jax.tree.map(lambda x: x[:, :axis], carry.workers))
         worker_keys = worker_keys[:, :axis]
+    if shared and batch > 1:  # the batch holds its counters once, from its first run
+        unequal = _events.unequal_counts(carry, _host)
+        if unequal:
+            raise ConfigError(
+                f"rule {rule.name}: its counters {', '.join(unequal)} start at different "
+                "values in different runs; a rule's step counts and clocks must start alike "
+                "in every run (at 0, as asynclab.rules.parts starts them)")
     chunk_values = {**values, DIVERGED_ABOVE_VALUE: _put(
         np.full(batch, _bound(diverged_above), np.float32), devices)}
     if traced_noise(problem, float(noise)):  # σ as float32, the constant it replaces
