@@ -5,10 +5,10 @@ Every local step of every worker draws its gradient noise from
 ``normal(fold_in(key, step), shape)``. ``jax.random`` computes the Threefry-2x32 hash
 behind both with a primitive that XLA's CPU backend lowers as a rolled loop, which
 cannot fuse with the arithmetic around it; at 10⁵ worker-steps per event that hash is
-most of a replay's time. Here the same hash is written in element-wise ``lax`` operations, so
-XLA fuses it with the gradient into one loop, and the numbers are the same bits as
-``jax.random.fold_in`` / ``jax.random.normal`` (tested). Keys stay ordinary typed
-``jax.random`` keys.
+most of a replay's time. Here the same hash is written in element-wise ``lax``
+operations, so XLA fuses it with the gradient into one loop, and the numbers are the same
+bits as ``jax.random.fold_in`` / ``jax.random.normal`` (tested). Keys stay ordinary
+typed ``jax.random`` keys.
 
 The fast path applies to Threefry keys with ``jax_threefry_partitionable`` on (JAX's
 default) and float32 draws; anything else goes through ``jax.random`` unchanged.
@@ -117,14 +117,21 @@ def uniform(key, shape=()):
     raw = jax.random.key_data(key)
     count = lax.iota(_U32, math.prod(shape)).reshape(shape)
     y0, y1 = threefry2x32(raw[0], raw[1], jnp.zeros(shape, _U32), count)
-    one = lax.bitcast_convert_type(((y0 ^ y1) >> np.uint32(9)) | np.uint32(0x3F800000), jnp.float32)
+    one = _one_to_two(y0 ^ y1)
     return lax.max(np.float32(0), (one - np.float32(1)) * np.float32(1) + np.float32(0))
+
+
+def _one_to_two(bits):
+    """A float32 in [1, 2) whose mantissa is the 23 high ``bits``: ``jax.random``'s first
+    step from bits to a uniform draw."""
+    return lax.bitcast_convert_type((bits >> np.uint32(9)) | np.uint32(0x3F800000),
+                                    jnp.float32)
 
 
 def _normal_from_bits(bits):
     """``jax.random.normal``'s transform: uniform on [nextafter(−1, 0), 1) from the 23
     mantissa bits, then √2·erfinv."""
-    one = lax.bitcast_convert_type((bits >> np.uint32(9)) | np.uint32(0x3F800000), jnp.float32)
+    one = _one_to_two(bits)
     low = np.nextafter(np.float32(-1), np.float32(0))
     u = jnp.maximum(low, (one - np.float32(1)) * (np.float32(1) - low) + low)
     return np.float32(np.sqrt(2)) * lax.erf_inv(u)

@@ -47,12 +47,14 @@ def _load() -> str:
     return ", ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
-def _commit() -> str:
+def commit_of(folder=ROOT) -> str:
+    """The commit of the checkout holding ``folder`` (this one by default), and whether it
+    has local changes."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder,
                              capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=ROOT, capture_output=True, text=True, timeout=10)
+                               cwd=folder, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "an unknown commit"
     if out.returncode != 0:
@@ -96,7 +98,7 @@ def recorded(script: str, *, skip: bool = False):
     if not text.strip():
         return
     command = " ".join(["python", f"benchmarks/{script}.py", *sys.argv[1:]])
-    header = (f"# {command}\n# {started:%Y-%m-%d %H:%M}, at {_commit()}; load average "
+    header = (f"# {command}\n# {started:%Y-%m-%d %H:%M}, at {commit_of()}; load average "
               f"(1, 5, 15 min) before {load}, after {_load()} on {os.cpu_count()} cpus\n")
     target = folder()
     target.mkdir(parents=True, exist_ok=True)

@@ -91,8 +91,8 @@ N_WORKERS = 16
 NOISE = 1.0  # σ², the same in (a), (b) and (c)
 SEEDS_C = 1000
 REPEATS = 3
-#: row (i)'s repeats: its ratios are the bars, and on a shared 2-core machine the best
-#: of 3 moved (c)'s ratio from 0.40 to 0.58 between runs of one commit
+#: row (i)'s repeats, more than the other rows': its ratios are the bars, and on a shared
+#: machine a best of 3 moves them between runs of one commit
 FLOOR_REPEATS = 9
 QUAD_DIM = 1000
 QUAD_CONDITION = 100.0

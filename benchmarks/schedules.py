@@ -44,7 +44,6 @@ import datetime
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,6 +51,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import simpy
+from _results import commit_of
 
 import asynclab
 from asynclab.cluster import (
@@ -196,19 +196,6 @@ def _run_row(seeds, commits, out):
         f"{rate_simpy / rate_shared:5.2f}x   (one call, compiled)")
 
 
-def _commit() -> str:
-    """The checkout's commit (and whether it has changes), or '?' outside git."""
-    folder = Path(asynclab.__file__).parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=folder,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=folder, capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-    return head + (" (with changes)" if dirty else "")
-
-
 def _load() -> str:
     return ", ".join(f"{v:.1f}" for v in os.getloadavg())
 
@@ -237,7 +224,8 @@ def main() -> None:
     out(f"date {now.isoformat(timespec='seconds')}  cpus {os.cpu_count()}  "
         f"{platform.machine()}  python {platform.python_version()}  jax {jax.__version__}  "
         f"numpy {np.__version__}  simpy {simpy.__version__}  backend {device.platform}")
-    out(f"asynclab from {Path(asynclab.__file__).parent} at {_commit()}")
+    out(f"asynclab from {Path(asynclab.__file__).parent} at "
+        f"{commit_of(Path(asynclab.__file__).parent)}")
     out(f"load average before the run (1, 5, 15 min): {_load()} on {os.cpu_count()} cpus")
     _check(seeds, commits // 5, rounds // 5)
     out("check: the array path's traces equal SimPy's (seeds 0 and the last, every row)")

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from _results import recorded
+from _results import commit_of, recorded
 
 ROWS = {
     "(a) python -c pass": [sys.executable, "-c", "pass"],
@@ -57,16 +57,6 @@ def environment(checkout: str | None) -> dict:
     return env
 
 
-def _commit(checkout: str) -> str:
-    """The checkout's commit and whether it has changes, or its path outside git."""
-    try:
-        commit = subprocess.run(["git", "-C", checkout, "describe", "--always", "--dirty"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return os.path.abspath(checkout)
-    return f"commit {commit}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -84,7 +74,8 @@ def main() -> None:
                 subprocess.run(command, check=True, capture_output=True, env=envs[label])
                 times[name, label].append(time.perf_counter() - start)
     if args.against:
-        print(f"this: {_commit(here)}; against: {_commit(args.against)}")
+        print(f"this: {here} at {commit_of(here)}; against: {os.path.abspath(args.against)} "
+              f"at {commit_of(args.against)}")
         print(f"| row | this, median wall time (s) of {args.repeat} | against | this / against |")
         print("|---|---|---|---|")
         for name in ROWS:

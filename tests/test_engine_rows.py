@@ -128,7 +128,7 @@ def test_counters_that_start_unequal_across_runs_are_refused():
                                                    "different values"):
         replay(rule, problem, trace, seeds=range(8), init="random", record_every=20,
                progress=False)
-    # one seed alone, or every seed on a schedule of its own, holds nothing once
+    # one seed alone holds nothing once (nor does a batch with a schedule per seed): it runs
     replay(rule, problem, trace, seeds=[3], init="random", progress=False)
 
 

@@ -100,7 +100,7 @@ class Ending(NamedTuple):
     diverges: jax.Array
 
 
-def _stepped(carry: Carry, server, workers, active, index,
+def _stepped(carry: Carry, server, workers, active,
              worker_id=None, mask=None) -> tuple[Carry, Ending]:
     """An event's result and how it ends runs, for one seed: ``(carry, ending)``.
 
@@ -113,9 +113,7 @@ def _stepped(carry: Carry, server, workers, active, index,
     (live, with a finite centre and a finite movement) adds its movement to the entry of
     the committing ``worker_id`` (one scatter-add), or (a semi-synchronous round, its
     ``mask`` of the workers that counted) :func:`round_movement`; any other adds 0.
-    ``index`` is the event's; :func:`end_runs` reads it.
     """
-    del index
     running = ~carry.stopped
     moved = carry.moved
     if moved is None:
@@ -205,7 +203,7 @@ def _commit(rule, gradient):
         worker = rule.local(before, gradient, worker_keys[worker_id], worker_id)
         server, worker_after, info = rule.exchange(carry.server, worker)
         workers = put_row(carry.workers, worker_id, worker_after)
-        carry, ending = _stepped(carry, server, workers, active, index, worker_id)
+        carry, ending = _stepped(carry, server, workers, active, worker_id)
         return carry, ending, worker.params, info
 
     return commit
@@ -290,7 +288,7 @@ def masked_event(rule, gradient, n_workers, stale: bool):
         del count  # the mask holds real workers only
         server, workers, local_params = rounds(carry.server, carry.workers, worker_keys,
                                                ids, worker_id)
-        carry, ending = _stepped(carry, server, workers, active, index, mask=worker_id)
+        carry, ending = _stepped(carry, server, workers, active, mask=worker_id)
         return carry, ending, local_params
 
     return masked
@@ -329,7 +327,7 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
             del worker_id
             server, workers, local_params = all_workers(carry.server, carry.workers,
                                                         worker_keys, ids, count)
-            carry, ending = _stepped(carry, server, workers, active, index)
+            carry, ending = _stepped(carry, server, workers, active)
             return carry, ending, local_params
 
         return event
@@ -350,7 +348,7 @@ def synchronous_event(rule, gradient, n_workers, stepwise: bool = False,
         server, after = jax.lax.cond(
             worker_id > 0, lambda: exchange_all(carry.server, workers, ids, count),
             lambda: (carry.server, workers._replace(pulled_center=carry.workers.pulled_center)))
-        carry, ending = _stepped(carry, server, after, active, index)
+        carry, ending = _stepped(carry, server, after, active)
         return carry, ending, workers.params
 
     return stepped
@@ -514,13 +512,19 @@ def _one_run(tree):
 COUNTS = (("workers", "steps"), ("workers", "pulled_clock"), ("server", "clock"))
 
 
+def _counts(carry: Carry):
+    """``(state, field, value)`` for each of :data:`COUNTS` that ``carry`` has."""
+    for state, field in COUNTS:
+        value = getattr(getattr(carry, state), field, None)
+        if value is not None:
+            yield state, field, value
+
+
 def _map_counts(carry: Carry, fn) -> Carry:
     """``carry`` with ``fn`` applied to every leaf of its :data:`COUNTS` (those it has)."""
     states = {"workers": carry.workers, "server": carry.server}
-    for state, field in COUNTS:
-        value = getattr(states[state], field, None)
-        if value is not None:
-            states[state] = states[state]._replace(**{field: jax.tree.map(fn, value)})
+    for state, field, value in _counts(carry):
+        states[state] = states[state]._replace(**{field: jax.tree.map(fn, value)})
     return carry._replace(**states)
 
 
@@ -552,15 +556,9 @@ def unequal_counts(carry: Carry, host) -> list[str]:
     batch's ``carry`` (read with ``host``, a device array to NumPy): a batch that shares
     one schedule holds its counters once, from its first run (:func:`_shared_counts`),
     which is right only where every run starts them alike."""
-    unequal = []
-    for state, field in COUNTS:
-        value = getattr(getattr(carry, state), field, None)
-        for leaf in jax.tree.leaves(value):
-            leaf = host(leaf)
-            if not (leaf == leaf[:1]).all():
-                unequal.append(f"{state}.{field}")
-                break
-    return unequal
+    return [f"{state}.{field}" for state, field, value in _counts(carry)
+            if not all((leaf == leaf[:1]).all()
+                       for leaf in map(host, jax.tree.leaves(value)))]
 
 
 def _per_run_counts(carry: Carry, batch: int) -> Carry:
