@@ -61,6 +61,33 @@ def threefry2x32(k0, k1, x0, x1):
     return x0, x1
 
 
+def threefry2x32_host(k0, k1, x0, x1):
+    """:func:`threefry2x32` in NumPy, element-wise on uint32 arrays: the same bits on the
+    host, where a run's keys are made before anything is compiled (NumPy's uint32
+    arithmetic wraps as XLA's does; arrays, not scalars, so that it wraps silently)."""
+    k0, k1, x0, x1 = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, np.uint32))
+                                           for v in (k0, k1, x0, x1)))
+    ks = (k0, k1, k0 ^ k1 ^ _PARITY)
+    x0 = x0 + k0
+    x1 = x1 + k1
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = x0 ^ ((x1 << np.uint32(r)) | (x1 >> np.uint32(32 - r)))
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x0, x1
+
+
+def fold_in_host(raw, data):
+    """``jax.random.fold_in`` of Threefry key data ``raw`` (``uint32[..., 2]``) and
+    ``data`` (integers, broadcast against the keys), in NumPy: key data ``uint32[..., 2]``."""
+    raw = np.asarray(raw, np.uint32)
+    data = np.asarray(data).astype(np.uint32)
+    y0, y1 = threefry2x32_host(raw[..., 0], raw[..., 1], 0, data)
+    return np.stack([y0, y1], axis=-1)
+
+
 #: Where the fused copy is used: ``None`` means on a CPU (JAX's default backend) only.
 #: On a GPU ``jax.random``'s own Threefry is the faster inside the replay
 #: (``benchmarks/replay.py``, row (e)) and it is the same stream, so the numbers do not

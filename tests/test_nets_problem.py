@@ -1,5 +1,6 @@
 """Nets as problems: mini-batch oracles, metrics, results and the command line."""
 
+import importlib.util
 import json
 
 import jax
@@ -15,7 +16,10 @@ from asynclab.problems import get_problem
 from asynclab.problems._datasets import load_dataset
 from asynclab.problems._shards import batch_indices, make_shards
 
-pytest.importorskip("sklearn")
+# the digits come with scikit-learn (asynclab[nets]); found, not imported, so that
+# collecting the suite does not import it in every worker
+if importlib.util.find_spec("sklearn") is None:
+    pytest.skip("scikit-learn (asynclab[nets]) is not installed", allow_module_level=True)
 
 OPTIONS = {"model": "mlp:16", "batch_size": 8, "workers": 2}
 

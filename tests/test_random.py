@@ -186,7 +186,7 @@ def test_window_fallback_draws_float32_with_other_keys():
 def test_seed_keys_are_jax_random_split_and_fold_in(seed):
     """Every executor's keys: split(key(seed)) -> (init, noise), worker k = fold_in(noise, k)."""
     from asynclab.engine import seed_keys
-    from asynclab.engine._core import seed_keys_batch
+    from asynclab.engine._core import seed_key_data, seed_keys_batch
 
     init_key, noise_key = jax.random.split(jax.random.key(seed))
     workers = [jax.random.fold_in(noise_key, k) for k in range(5)]
@@ -198,3 +198,9 @@ def test_seed_keys_are_jax_random_split_and_fold_in(seed):
     assert np.array_equal(jax.random.key_data(batch_workers[0]),
                           jax.random.key_data(got_workers))
     assert np.array_equal(jax.random.key_data(batch_init[0]), jax.random.key_data(init_key))
+    # the replay's keys, hashed on the host in NumPy: the same data
+    host_init, host_workers = seed_key_data([1, seed], 5)
+    assert host_init.dtype == host_workers.dtype == np.uint32
+    assert np.array_equal(host_init[1], jax.random.key_data(init_key))
+    assert np.array_equal(host_workers[1], np.stack([jax.random.key_data(w) for w in workers]))
+    assert np.array_equal(host_workers[0], jax.random.key_data(batch_workers[1]))

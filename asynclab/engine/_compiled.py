@@ -15,9 +15,6 @@ from .._programs import Programs
 from ..problems import stochastic_gradient
 from ..problems._problem import check_noise
 from ..rules import RULES, Rule
-from ._core import (
-    seed_keys,
-)
 from ._events import _initial_carry, chunk_runner
 from ._kinds import EVENT_KINDS, Layout
 from ._layout import _over_runs
@@ -96,25 +93,29 @@ def _pop_workers(values: dict, padded: bool):
 
 
 def _initial_carry_batch(rule, problem, kind: str, layout: Layout, workers: int, init: str):
-    """The compiled initial state of a batch of runs: ``(seeds, values) -> (carry,
-    worker keys)`` on a worker axis of ``workers`` (a padded replay draws on a longer
-    axis than its layout's, see ``INITIAL_AXIS`` in ``asynclab.engine._replay``)."""
+    """The compiled initial state of a batch of runs: ``(init keys, worker keys, values)
+    -> (carry, worker keys)`` on a worker axis of ``workers`` (a padded replay draws on a
+    longer axis than its layout's, see ``INITIAL_AXIS`` in ``asynclab.engine._replay``).
+    The keys enter as their data (``asynclab.engine._core.seed_key_data``, hashed on the
+    host), so that the program compiles no hash of its own."""
     counts = EVENT_KINDS[kind].counts_movement
     key = (structure_key(rule), id(problem), workers, init, layout.padded, layout.devices,
            counts)
 
     def build():
-        def initial(seed, values):
+        def initial(init_data, worker_data, values):
             TRACE_COUNT["initial"] += 1
             values, count = _pop_workers(values, layout.padded)
-            k, worker_keys = seed_keys(seed, workers)
+            k = jax.random.wrap_key_data(init_data)
+            worker_keys = jax.random.wrap_key_data(worker_data)
             # the initial record is the first chunk's (see chunk_runner): the loss and
             # the metrics compile once, in the chunk's program
             carry = _initial_carry(with_values(rule, values), problem, k, workers, init,
                                    count, counts)
             return carry, worker_keys
 
-        return _CompiledOnce(_over_runs(jax.vmap(initial), layout.devices, (True, True)))
+        return _CompiledOnce(_over_runs(jax.vmap(initial), layout.devices,
+                                        (True, True, True)))
 
     return _INITIAL.get(key, build, keep=(rule, problem))
 

@@ -223,6 +223,27 @@ def seed_keys_batch(seeds, n_workers: int):
     return jax.vmap(lambda s: seed_keys(s, n_workers))(seeds)
 
 
+def seed_key_data(seeds, n_workers: int):
+    """The key data of :func:`seed_keys` for every seed of ``seeds``: NumPy arrays
+    ``(init[S, k], workers[S, n, k])`` (``k`` 2 for Threefry), which a compiled program
+    wraps back into keys (``jax.random.wrap_key_data``).
+
+    For JAX's default keys (partitionable Threefry-2x32) they are hashed on the host, the
+    same bits (tested), so that a program that takes them compiles no hash; for any other
+    key they come from :func:`seed_keys_batch`.
+    """
+    seeds = np.asarray(seeds, np.uint32).reshape(-1)
+    if (jax.config.jax_default_prng_impl == "threefry2x32"
+            and jax.config.jax_threefry_partitionable):
+        # key(s) is [0, s]; split(key) is [fold_in(key, 0), fold_in(key, 1)]
+        key = np.stack([np.zeros_like(seeds), seeds], axis=-1)
+        init, noise = _random.fold_in_host(key, 0), _random.fold_in_host(key, 1)
+        workers = _random.fold_in_host(noise[:, None, :], np.arange(n_workers)[None, :])
+        return init, workers
+    init, workers = seed_keys_batch(jnp.asarray(seeds), n_workers)
+    return np.asarray(jax.random.key_data(init)), np.asarray(jax.random.key_data(workers))
+
+
 def _broadcast(tree, n: int):
     return jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), tree)
 

@@ -17,7 +17,7 @@ from ..rules import Rule
 from ._core import (
     check_traces,
     compiler_options,
-    seed_keys_batch,
+    seed_key_data,
     select,
 )
 from ._events import _commit, _initial_carry, end_runs
@@ -65,8 +65,9 @@ def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
     order = jnp.asarray(trace.worker, jnp.int32)
     index = jnp.arange(trace.n_events, dtype=jnp.int32)
 
-    def one(init_key, worker_keys):
-        carry = _initial_carry(rule, problem, init_key, n, "start")
+    def one(init_data, worker_data):  # the keys' data, hashed on the host
+        worker_keys = jax.random.wrap_key_data(worker_data)
+        carry = _initial_carry(rule, problem, jax.random.wrap_key_data(init_data), n, "start")
 
         def step(carry, event):
             after, ending, _, info = commit(carry, worker_keys, event[0], jnp.bool_(True),
@@ -76,9 +77,8 @@ def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
         carry, info = jax.lax.scan(step, carry, (order, index))
         return select(carry.stopped, carry.center, carry.server.center), carry.diverged_at, info
 
-    init_keys, worker_keys = seed_keys_batch(jnp.asarray(seeds, jnp.uint32), n)
     center, diverged_at, info = jax.jit(jax.vmap(one), compiler_options=compiler_options())(
-        init_keys, worker_keys)
+        *seed_key_data(seeds, n))
     diverged_at = np.asarray(diverged_at)
     after = (diverged_at[:, None] >= 0) & (np.arange(trace.n_events) >= diverged_at[:, None])
     scale = np.where(after, np.nan, np.asarray(info.scale, np.float64))

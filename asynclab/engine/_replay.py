@@ -44,22 +44,25 @@ from ._core import (
     default_record_every,
     event_arrays,
     run_config,
+    seed_key_data,
 )
-from ._events import DIVERGED_ABOVE_VALUE, reported_center
+from ._events import DIVERGED_ABOVE_VALUE
 from ._kinds import Layout, batch_kind, event_kind
 from ._layout import _host, _put, _spans_processes, replay_devices
 from ._result import Result
 
-#: the reported centre as one program (eager, each of its selects compiles its own)
-_reported_center = jax.jit(reported_center)
-
 
 def _final_center(carry):
-    """The centre each run reports at the end, on the host: the server's where no run of
-    the batch stopped (the common case, which then compiles no program for the select)."""
-    if not np.any(_host(carry.stopped)):
-        return _host(carry.server.center)
-    return _host(_reported_center(carry))
+    """The centre each run reports at the end (``_events.reported_center``), selected on the
+    host: the kept one where a run stopped, else the server's."""
+    stopped, server = _host(carry.stopped), _host(carry.server.center)
+    if not stopped.any():
+        return server
+
+    def leaf(kept, running):
+        return np.where(stopped.reshape(stopped.shape + (1,) * (kept.ndim - 1)), kept, running)
+
+    return jax.tree.map(leaf, _host(carry.center), server)
 
 
 def _bound(diverged_above) -> float:
@@ -370,8 +373,9 @@ def _replay_padded(rule, problem, plan: _Plan, seeds, rows, values, *, noise, in
         values = {**values, WORKERS: np.full(batch, n_workers, np.float32)}
     values = {k: _put(np.asarray(v, np.float32), devices) for k, v in values.items()}
     drawn = _initial_axis(axis, devices) if padded else axis
+    init_data, worker_data = seed_key_data(seeds, drawn)
     carry, worker_keys = _initial_carry_batch(rule, problem, plan.kind, layout, drawn, init)(
-        _put(np.asarray(seeds, np.uint32), devices), values)
+        _put(init_data, devices), _put(worker_data, devices), values)
     if drawn > axis:  # the first rows of a longer draw are the draw (worker keys, starts)
         carry = carry._replace(workers=jax.tree.map(lambda x: x[:, :axis], carry.workers))
         worker_keys = worker_keys[:, :axis]
