@@ -26,7 +26,10 @@
              traces are SimPy's bit for bit), as many as the schedules draw; the replay
              alone plus these draws is the ceiling of any schedule generator that runs
              before the replay and draws SimPy's streams. For reference, one call of the
-             same run with ``simulator="simpy"`` (SimPy, seed by seed).
+             same run with ``simulator="simpy"`` (SimPy, seed by seed). Beside it, what a
+             pipeline would gain: one batch's schedules drawn in a second thread while
+             another batch (its schedules made before) replays, against the two one after
+             the other (the ratio of their wall times: 1x, nothing gained; 0.5x, all of it).
 
 SimPy's rates in (a)-(c) are measured on the first SIMPY_SEEDS seeds (it runs seed by
 seed, so its rate does not depend on their number). Before timing, the array traces of
@@ -45,6 +48,7 @@ import math
 import os
 import platform
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -165,10 +169,27 @@ def _run_row(seeds, commits, out):
         split.append((middle - start, time.perf_counter() - middle))
         return result
 
+    ready = asynclab.engine.schedules(spec)  # another batch's schedules, made already
+
+    def replay_ready():
+        asynclab.replay(spec.rule, spec.problem, ready, seeds=seed_list, noise=1.0,
+                        progress=False, config=dict(spec.config))  # its arrays on the host
+
+    def beside():  # a pipeline's step: the next batch's schedules while this one replays
+        worker = threading.Thread(target=asynclab.engine.schedules, args=(spec,))
+        worker.start()
+        replay_ready()
+        worker.join()
+
+    def after():  # the same two, one after the other
+        asynclab.engine.schedules(spec)
+        replay_ready()
+
     a, b = shared(), per_seed()  # warm-up: compiles the replay
     assert np.isfinite(np.asarray(a.final_loss)).all() and np.isfinite(
         np.asarray(b.final_loss)).all()
-    best = _best({"shared": shared, "arrays": per_seed, "draws": draws}, RUN_REPEATS)
+    best = _best({"shared": shared, "arrays": per_seed, "draws": draws, "beside": beside,
+                  "after": after}, RUN_REPEATS)
     updates = seeds * commits
     rate_shared, rate_arrays = updates / best["shared"], updates / best["arrays"]
     start = time.perf_counter()
@@ -192,6 +213,9 @@ def _run_row(seeds, commits, out):
     out(f"      {'its draws alone (per-worker streams), s':42s} {best['draws']:11.3f}")
     out(f"      {'replay alone + draws alone: the ceiling':42s} {floor:11.3e} "
         f"{floor / rate_shared:5.2f}x")
+    out(f"      {'schedules beside the replay (2 threads), s':42s} {best['beside']:11.3f} "
+        f"{best['beside'] / best['after']:5.2f}x   of one after the other "
+        f"({best['after']:.3f} s)")
     out(f"    {'a schedule per seed, simulator=simpy':44s} {rate_simpy:11.3e} "
         f"{rate_simpy / rate_shared:5.2f}x   (one call, compiled)")
 
