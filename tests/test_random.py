@@ -1,6 +1,7 @@
 """The replay's own Threefry draws against ``jax.random`` (the oracle), bit for bit, and
 local work with the noise of a window drawn at once against the per-step draws."""
 
+import children
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -204,3 +205,29 @@ def test_seed_keys_are_jax_random_split_and_fold_in(seed):
     assert np.array_equal(host_init[1], jax.random.key_data(init_key))
     assert np.array_equal(host_workers[1], np.stack([jax.random.key_data(w) for w in workers]))
     assert np.array_equal(host_workers[0], jax.random.key_data(batch_workers[1]))
+
+
+_OTHER_KEYS = """
+import jax, numpy as np
+from asynclab.engine._core import seed_key_data, seed_keys
+seeds = [0, 7, 2**31 + 5, 2**32 - 1]
+for n, name, value, width in ((3, "jax_threefry_partitionable", False, 2),
+                              (5, "jax_default_prng_impl", "rbg", 4)):
+    jax.config.update(name, value)
+    init, workers = seed_key_data(seeds, n)
+    assert init.shape == (4, width) and workers.shape == (4, n, width), (name, init.shape)
+    for i, seed in enumerate(seeds):
+        want_init, want_workers = seed_keys(seed, n)
+        assert np.array_equal(init[i], jax.random.key_data(want_init)), (name, seed)
+        assert np.array_equal(workers[i], jax.random.key_data(want_workers)), (name, seed)
+print("ok")
+"""
+
+
+@pytest.mark.slow  # a fresh process for an edge setting; the default keys are checked above
+def test_keys_that_are_not_the_default_threefry_come_from_jax():
+    # Threefry that is not partitionable, and another generator: the replay's key data
+    # are still every seed's seed_keys (made by JAX, not by the host's hash); a fresh
+    # process, since the settings are global
+    proc = children.run("-c", _OTHER_KEYS)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

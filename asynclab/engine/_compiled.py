@@ -97,7 +97,7 @@ def _initial_carry_batch(rule, problem, kind: str, layout: Layout, workers: int,
     -> (carry, worker keys)`` on a worker axis of ``workers`` (a padded replay draws on a
     longer axis than its layout's, see ``INITIAL_AXIS`` in ``asynclab.engine._replay``).
     The keys enter as their data (``asynclab.engine._core.seed_key_data``, hashed on the
-    host), so that the program compiles no hash of its own."""
+    host for JAX's default keys), so that the program compiles no hash to make them."""
     counts = EVENT_KINDS[kind].counts_movement
     key = (structure_key(rule), id(problem), workers, init, layout.padded, layout.devices,
            counts)

@@ -65,7 +65,7 @@ def record_exchanges(rule: Rule, problem: Problem | str, trace: Trace, *,
     order = jnp.asarray(trace.worker, jnp.int32)
     index = jnp.arange(trace.n_events, dtype=jnp.int32)
 
-    def one(init_data, worker_data):  # the keys' data, hashed on the host
+    def one(init_data, worker_data):  # the keys' data (seed_key_data)
         worker_keys = jax.random.wrap_key_data(worker_data)
         carry = _initial_carry(rule, problem, jax.random.wrap_key_data(init_data), n, "start")
 
