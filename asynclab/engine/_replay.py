@@ -468,6 +468,8 @@ def _nan_once_diverged(loss, diverged_at, center_path, worker_path):
     rest NaN) once every run of its call has: this makes a run's path the same either way,
     so that it does not depend on the runs replayed with it."""
     center_path = np.where(np.isnan(loss)[:, :, None], np.nan, center_path)
+    if not (diverged_at >= 0).any():  # nothing to mark: no copy of every event's path
+        return center_path, worker_path
     events = np.arange(worker_path.shape[1])
     after = (diverged_at[:, None] >= 0) & (events[None, :] > diverged_at[:, None])
     after = after.reshape(after.shape + (1,) * (worker_path.ndim - 2))
