@@ -43,7 +43,8 @@ def machine() -> str:
     return f"{device.platform}-{model}" if model else device.platform
 
 
-def _load() -> str:
+def load_average() -> str:
+    """The load average (1, 5, 15 min), as the tables print it."""
     return ", ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
@@ -87,7 +88,7 @@ def recorded(script: str, *, skip: bool = False):
     if skip:
         yield
         return
-    started, load = datetime.datetime.now(), _load()
+    started, load = datetime.datetime.now(), load_average()
     tee = _Tee(sys.stdout)
     sys.stdout = tee
     try:
@@ -99,7 +100,7 @@ def recorded(script: str, *, skip: bool = False):
         return
     command = " ".join(["python", f"benchmarks/{script}.py", *sys.argv[1:]])
     header = (f"# {command}\n# {started:%Y-%m-%d %H:%M}, at {commit_of()}; load average "
-              f"(1, 5, 15 min) before {load}, after {_load()} on {os.cpu_count()} cpus\n")
+              f"(1, 5, 15 min) before {load}, after {load_average()} on {os.cpu_count()} cpus\n")
     target = folder()
     target.mkdir(parents=True, exist_ok=True)
     stem = f"{started:%Y-%m-%d-%H%M}-{machine()}-{script}"

@@ -55,7 +55,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import simpy
-from _results import commit_of
+from _results import commit_of, load_average
 
 import asynclab
 from asynclab.cluster import (
@@ -220,10 +220,6 @@ def _run_row(seeds, commits, out):
         f"{rate_simpy / rate_shared:5.2f}x   (one call, compiled)")
 
 
-def _load() -> str:
-    return ", ".join(f"{v:.1f}" for v in os.getloadavg())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
@@ -250,7 +246,7 @@ def main() -> None:
         f"numpy {np.__version__}  simpy {simpy.__version__}  backend {device.platform}")
     out(f"asynclab from {Path(asynclab.__file__).parent} at "
         f"{commit_of(Path(asynclab.__file__).parent)}")
-    out(f"load average before the run (1, 5, 15 min): {_load()} on {os.cpu_count()} cpus")
+    out(f"load average before the run (1, 5, 15 min): {load_average()} on {os.cpu_count()} cpus")
     _check(seeds, commits // 5, rounds // 5)
     out("check: the array path's traces equal SimPy's (seeds 0 and the last, every row)")
     out("")
@@ -260,7 +256,7 @@ def main() -> None:
     out(f"(d) a Monte-Carlo run over the cluster's randomness, end to end (best of "
         f"{RUN_REPEATS})")
     _run_row(seeds, commits, out)
-    out(f"load average after the run (1, 5, 15 min): {_load()}")
+    out(f"load average after the run (1, 5, 15 min): {load_average()}")
     if args.out == "-":
         return
     path = Path(args.out) if args.out else (

@@ -220,6 +220,12 @@ for n, name, value, width in ((3, "jax_threefry_partitionable", False, 2),
         want_init, want_workers = seed_keys(seed, n)
         assert np.array_equal(init[i], jax.random.key_data(want_init)), (name, seed)
         assert np.array_equal(workers[i], jax.random.key_data(want_workers)), (name, seed)
+        # and jax.random's own split and fold_in, the oracle
+        first, noise = jax.random.split(jax.random.key(seed))
+        assert np.array_equal(init[i], jax.random.key_data(first)), (name, seed)
+        for k in range(n):
+            assert np.array_equal(workers[i, k],
+                                  jax.random.key_data(jax.random.fold_in(noise, k))), (name, k)
 print("ok")
 """
 

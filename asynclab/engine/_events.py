@@ -160,10 +160,11 @@ def keep_center(stop, before, kept):
                         lambda: kept)
 
 
-def _batched_select(keep, new, old):
-    """``new`` where ``keep`` else ``old``, per batch element (leading axis)."""
+def _batched_select(keep, new, old, where=jnp.where):
+    """``new`` where ``keep`` else ``old``, per batch element (leading axis); ``where``
+    ``np.where`` for host arrays (the replay's reported centre)."""
     def leaf(a, b):
-        return jnp.where(keep.reshape(keep.shape + (1,) * (a.ndim - keep.ndim)), a, b)
+        return where(keep.reshape(keep.shape + (1,) * (a.ndim - keep.ndim)), a, b)
 
     return jax.tree.map(leaf, new, old)
 

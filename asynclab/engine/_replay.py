@@ -58,11 +58,7 @@ def _final_center(carry):
     stopped, server = _host(carry.stopped), _host(carry.server.center)
     if not stopped.any():
         return server
-
-    def leaf(kept, running):
-        return np.where(stopped.reshape(stopped.shape + (1,) * (kept.ndim - 1)), kept, running)
-
-    return jax.tree.map(leaf, _host(carry.center), server)
+    return _events._batched_select(stopped, _host(carry.center), server, where=np.where)
 
 
 def _bound(diverged_above) -> float:
